@@ -1,0 +1,47 @@
+package io.disaggusage.extproc.classify;
+
+import java.util.Objects;
+
+/**
+ * A key that joins a context exchange to its generation exchange. Keys are namespaced by their source
+ * (behaviour.md §3), so an {@code x-request-id} can never collide with a TensorRT-LLM id of the same text.
+ */
+public record CorrelationKey(Source source, String value) {
+
+  /** Where a key was read from; the prefix keeps sources apart in a shared store. */
+  public enum Source {
+    /** Request header {@code x-disagg-request-id}. */
+    HEADER("hdr"),
+    /** TensorRT-LLM {@code disagg_request_id} / {@code ctx_request_id} (exact int64, decimal). */
+    TRTLLM("trt"),
+    /** SGLang {@code bootstrap_host} + {@code bootstrap_room}. */
+    SGLANG("sgl"),
+    /** Request header {@code x-request-id} (vLLM proxies, llm-d sidecars). */
+    REQUEST_ID("xrid");
+
+    private final String prefix;
+
+    Source(String prefix) {
+      this.prefix = prefix;
+    }
+
+    public String prefix() {
+      return prefix;
+    }
+  }
+
+  public CorrelationKey {
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(value, "value");
+  }
+
+  /** The namespaced form used as a store key, e.g. {@code trt:2748779069441234567}. */
+  public String storeKey() {
+    return source.prefix + ":" + value;
+  }
+
+  @Override
+  public String toString() {
+    return storeKey();
+  }
+}
