@@ -1,0 +1,100 @@
+package io.disaggusage.extproc.usage;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.json.JsonObjectView;
+import io.disaggusage.extproc.json.JsonObjectView.Member;
+import java.math.BigInteger;
+
+/**
+ * Rewrites the usage of one complete JSON document (a generation response body, or the data of one
+ * SSE event) with {@link UsageRule}. Bytes outside the usage object never change; a document that
+ * does not parse, or whose usage the rule may not touch, is returned as it came with the reason.
+ */
+public final class JsonUsageRewriter {
+
+  /** What happened to one document. */
+  public sealed interface Result permits Rewritten, NoUsage, Rejected {}
+
+  /**
+   * The rule was applied. {@code document} is the input array itself when nothing changed.
+   */
+  public record Rewritten(byte[] document, UsageFigures figures, boolean corrected, String model)
+      implements Result {}
+
+  /** The document parses but carries no (non-null) usage object: nothing to do. */
+  public record NoUsage(String model) implements Result {}
+
+  /** The document passes through unchanged because of {@code reason}. */
+  public record Rejected(Reason reason, String detail) implements Result {}
+
+  /** Why a document was left alone. */
+  public enum Reason {
+    MALFORMED,
+    INVALID_USAGE,
+    OVERSIZE_USAGE
+  }
+
+  private final JsonFactory factory;
+  private final int maxUsageBytes;
+
+  public JsonUsageRewriter(JsonFactory factory, int maxUsageBytes) {
+    this.factory = factory;
+    this.maxUsageBytes = maxUsageBytes;
+  }
+
+  /** Applies the §2 rule with context usage {@code c} to the usage inside {@code doc}. */
+  public Result rewrite(byte[] doc, ContextUsage c, UsageNames names) {
+    UsageDocument parsed;
+    try {
+      parsed = UsageDocument.parse(factory, doc);
+    } catch (UsageDocument.MalformedException e) {
+      return new Rejected(Reason.MALFORMED, e.getMessage());
+    }
+    JsonObjectView usage = parsed.usage();
+    if (usage == null) {
+      return new NoUsage(parsed.model());
+    }
+    if (usage.end() - usage.start() > maxUsageBytes) {
+      return new Rejected(Reason.OVERSIZE_USAGE, "usage object above limits.max_usage_bytes");
+    }
+    UsageRule.Result result = UsageRule.apply(c, usage, doc, names);
+    if (result instanceof UsageRule.Invalid invalid) {
+      return new Rejected(Reason.INVALID_USAGE, invalid.reason());
+    }
+    UsageRule.Applied applied = (UsageRule.Applied) result;
+    byte[] out = applied.corrected() ? applied.edits().applyTo(doc, 0, doc.length) : doc;
+    return new Rewritten(out, applied.figures(), applied.corrected(), parsed.model());
+  }
+
+  /**
+   * The generation worker's own figures in {@code doc}, for metadata when the rule is not applied;
+   * null when the document has no usable usage.
+   */
+  public UsageFigures inspect(byte[] doc, UsageNames names) {
+    try {
+      JsonObjectView usage = UsageDocument.parse(factory, doc).usage();
+      return usage == null ? null : figuresOf(usage, names);
+    } catch (UsageDocument.MalformedException e) {
+      return null;
+    }
+  }
+
+  /** The figures a usage object states about itself (null members where it states nothing usable). */
+  public static UsageFigures figuresOf(JsonObjectView usage, UsageNames names) {
+    BigInteger cached = null;
+    Member details = usage.get(names.promptDetails());
+    if (details != null && details.object() != null) {
+      cached = integer(details.object().get(UsageNames.CACHED));
+    }
+    return new UsageFigures(
+        integer(usage.get(names.prompt())),
+        cached,
+        integer(usage.get(names.completion())),
+        integer(usage.get(UsageNames.TOTAL)),
+        cached);
+  }
+
+  private static BigInteger integer(Member m) {
+    return m == null ? null : m.integer();
+  }
+}

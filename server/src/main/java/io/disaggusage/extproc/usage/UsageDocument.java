@@ -1,0 +1,164 @@
+package io.disaggusage.extproc.usage;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import io.disaggusage.extproc.json.JsonObjectView;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What the service needs from one complete JSON document (a response body or one SSE event's data):
+ * where its usage object is, the model, and the TensorRT-LLM context ids. Usage is looked for at the
+ * top level ({@code usage}: chat, completions, Responses JSON) and inside {@code response}
+ * (Responses stream events such as {@code response.completed}).
+ *
+ * @param usage the effective (last) non-null usage object, or null
+ * @param model the document's {@code model} (or {@code response.model}), or null
+ * @param contextIds TensorRT-LLM {@code ctx_request_id} / {@code disagg_request_id} values found in
+ *     {@code choices[0].disaggregated_params} or top-level {@code disaggregated_params}, as exact
+ *     decimal (or string) text
+ */
+public record UsageDocument(JsonObjectView usage, String model, List<String> contextIds) {
+
+  private static final Set<String> DETAIL_KEYS =
+      Set.of(UsageNames.CHAT.promptDetails(), UsageNames.RESPONSES.promptDetails());
+  private static final Set<String> ID_KEYS = Set.of("ctx_request_id", "disagg_request_id");
+
+  /** Thrown for anything that is not one well-formed JSON object. */
+  public static final class MalformedException extends Exception {
+    public MalformedException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /** A factory whose constraints admit any document the service's byte caps admit. */
+  public static JsonFactory newFactory(int maxDocumentBytes) {
+    return JsonFactory.builder()
+        .streamReadConstraints(
+            StreamReadConstraints.builder()
+                .maxStringLength(Math.max(maxDocumentBytes, 1024))
+                .maxNumberLength(1000)
+                .maxNestingDepth(1000)
+                .build())
+        .build();
+  }
+
+  /** Parses {@code doc} entirely; offsets in the result are indexes into {@code doc}. */
+  public static UsageDocument parse(JsonFactory factory, byte[] doc) throws MalformedException {
+    try (JsonParser p = factory.createParser(doc)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        throw new MalformedException("not a JSON object", null);
+      }
+      Walk walk = new Walk();
+      walk.root(p);
+      if (p.nextToken() != null) {
+        throw new MalformedException("trailing content after the JSON object", null);
+      }
+      return new UsageDocument(walk.usage, walk.model, List.copyOf(walk.ids));
+    } catch (IOException | RuntimeException e) {
+      throw new MalformedException("malformed JSON: " + e.getClass().getSimpleName(), e);
+    }
+  }
+
+  /** One pass over the document, keeping only the parts of interest. */
+  private static final class Walk {
+    JsonObjectView usage;
+    String model;
+    final List<String> ids = new ArrayList<>(2);
+
+    void root(JsonParser p) throws IOException {
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken value = p.nextToken();
+        switch (name) {
+          case "usage" -> usage(p, value);
+          case "model" -> model(p, value);
+          case "response" -> response(p, value);
+          case "choices" -> choices(p, value);
+          case "disaggregated_params" -> ids(p, value);
+          default -> p.skipChildren();
+        }
+      }
+    }
+
+    void usage(JsonParser p, JsonToken value) throws IOException {
+      if (value == JsonToken.START_OBJECT) {
+        usage = JsonObjectView.read(p, DETAIL_KEYS);
+      } else {
+        usage = null; // last occurrence wins, including a null one
+        p.skipChildren();
+      }
+    }
+
+    void model(JsonParser p, JsonToken value) throws IOException {
+      if (value == JsonToken.VALUE_STRING) {
+        model = p.getText();
+      } else {
+        p.skipChildren();
+      }
+    }
+
+    void response(JsonParser p, JsonToken value) throws IOException {
+      if (value != JsonToken.START_OBJECT) {
+        p.skipChildren();
+        return;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken inner = p.nextToken();
+        switch (name) {
+          case "usage" -> usage(p, inner);
+          case "model" -> model(p, inner);
+          case "disaggregated_params" -> ids(p, inner);
+          default -> p.skipChildren();
+        }
+      }
+    }
+
+    void choices(JsonParser p, JsonToken value) throws IOException {
+      if (value != JsonToken.START_ARRAY) {
+        p.skipChildren();
+        return;
+      }
+      boolean first = true;
+      JsonToken element;
+      while ((element = p.nextToken()) != JsonToken.END_ARRAY) {
+        if (first && element == JsonToken.START_OBJECT) {
+          while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            JsonToken inner = p.nextToken();
+            if (name.equals("disaggregated_params")) {
+              ids(p, inner);
+            } else {
+              p.skipChildren();
+            }
+          }
+        } else {
+          p.skipChildren();
+        }
+        first = false;
+      }
+    }
+
+    void ids(JsonParser p, JsonToken value) throws IOException {
+      if (value != JsonToken.START_OBJECT) {
+        p.skipChildren();
+        return;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken inner = p.nextToken();
+        if (ID_KEYS.contains(name)
+            && (inner == JsonToken.VALUE_NUMBER_INT || inner == JsonToken.VALUE_STRING)) {
+          ids.add(p.getText());
+        } else {
+          p.skipChildren();
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,326 @@
+package io.disaggusage.extproc.usage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.usage.JsonUsageRewriter.Reason;
+import io.disaggusage.extproc.usage.JsonUsageRewriter.Rejected;
+import io.disaggusage.extproc.usage.JsonUsageRewriter.Rewritten;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The §2 rule on whole documents, including the golden vectors of engines.md. */
+class JsonUsageRewriterTest {
+  private static final JsonFactory FACTORY = UsageDocument.newFactory(1 << 20);
+  private static final JsonUsageRewriter REWRITER = new JsonUsageRewriter(FACTORY, 64 * 1024);
+
+  static ContextUsage ctx(String usageJson) {
+    byte[] doc = ("{\"usage\":" + usageJson + "}").getBytes(StandardCharsets.UTF_8);
+    try {
+      UsageDocument parsed = UsageDocument.parse(FACTORY, doc);
+      Optional<ContextUsage> c = UsageRule.context(parsed.usage(), doc);
+      return c.orElseThrow(() -> new AssertionError("context usage unusable: " + usageJson));
+    } catch (UsageDocument.MalformedException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  static String rewrite(String ctxUsage, String genDoc, UsageNames names) {
+    JsonUsageRewriter.Result r =
+        REWRITER.rewrite(genDoc.getBytes(StandardCharsets.UTF_8), ctx(ctxUsage), names);
+    assertThat(r).isInstanceOf(Rewritten.class);
+    return new String(((Rewritten) r).document(), StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void g6TrtllmNonStreaming() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":101,\"completion_tokens\":0,\"total_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}",
+            "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":7}}}");
+  }
+
+  @Test
+  void g7StreamingUsageChunk() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":128,\"completion_tokens\":0,\"total_tokens\":128,\"prompt_tokens_details\":{\"cached_tokens\":9}}",
+            "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":128}}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":9}}}");
+  }
+
+  @Test
+  void g9aPromptAndDetailsFromContext() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":186,\"completion_tokens\":1,\"total_tokens\":187,\"prompt_tokens_details\":{\"cached_tokens\":64}}",
+            "{\"usage\":{\"prompt_tokens\":999,\"completion_tokens\":8,\"total_tokens\":1007,\"prompt_tokens_details\":{\"cached_tokens\":999}}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":186,\"completion_tokens\":8,\"total_tokens\":194,\"prompt_tokens_details\":{\"cached_tokens\":64}}}");
+  }
+
+  @Test
+  void g9bResponsesApi() {
+    String out =
+        rewrite(
+            "{\"input_tokens\":98,\"output_tokens\":1,\"total_tokens\":99,\"input_tokens_details\":{\"cached_tokens\":32}}",
+            "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98},\"output_tokens_details\":{\"reasoning_tokens\":3}}}",
+            UsageNames.RESPONSES);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":32},\"output_tokens_details\":{\"reasoning_tokens\":3}}}");
+  }
+
+  @Test
+  void g9cContextWithoutDetailsMeansZeroCached() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":10,\"completion_tokens\":1,\"total_tokens\":11}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
+  }
+
+  @Test
+  void g10SiblingsAndUnknownKeysKept() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":100,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":64}}",
+            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":100,\"audio_tokens\":2},\"future_field\":7}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":64,\"audio_tokens\":2},\"future_field\":7}}");
+  }
+
+  @Test
+  void g10NullDetailsBecomeAnObject() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":100,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":0}}",
+            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":null}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
+  }
+
+  @Test
+  void g11DetailsCreatedWhenGenerationHasNone() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":64,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":7}}",
+            "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":7},\"total_tokens\":67}}");
+  }
+
+  @Test
+  void contextDetailKeysAreCopiedAndGenerationOnlyKeysKept() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":50,\"prompt_tokens_details\":{\"audio_tokens\":4,\"cached_tokens\":null}}",
+            "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":50,\"cached_rate\":1.0}}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":0,\"cached_rate\":1.0,\"audio_tokens\":4}}}");
+  }
+
+  @Test
+  void bytesOutsideUsageAreUntouched() {
+    String gen =
+        "{ \"id\" : \"a\\u00e9\" ,\n  \"x\": 1.50e3, \"big\": 123456789012345678901234567890,\n"
+            + "  \"usage\": { \"prompt_tokens\": 20 , \"completion_tokens\": 5, \"total_tokens\": 25,"
+            + " \"prompt_tokens_details\": { \"cached_tokens\": 20 } } ,\"z\":[ ] }";
+    String out = rewrite("{\"prompt_tokens\":20,\"prompt_tokens_details\":{\"cached_tokens\":3}}", gen, UsageNames.CHAT);
+    assertThat(out).isEqualTo(gen.replace("\"cached_tokens\": 20", "\"cached_tokens\": 3"));
+  }
+
+  @Test
+  void idempotentOnAlreadyCorrectResponse() {
+    byte[] gen =
+        "{\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":7}}}"
+            .getBytes(StandardCharsets.UTF_8);
+    var r =
+        (Rewritten)
+            REWRITER.rewrite(
+                gen,
+                ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
+                UsageNames.CHAT);
+    assertThat(r.document()).isSameAs(gen);
+    assertThat(r.corrected()).isFalse();
+    var again =
+        (Rewritten)
+            REWRITER.rewrite(
+                r.document(),
+                ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
+                UsageNames.CHAT);
+    assertThat(again.document()).isEqualTo(gen);
+  }
+
+  @Test
+  void cachedIsClampedToPrompt() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":20}}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
+            UsageNames.CHAT);
+    assertThat(out).contains("\"cached_tokens\":10");
+  }
+
+  @Test
+  void countsBeyondTwoToTheFiftyThreeStayExact() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":9007199254740993,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}",
+            "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":9007199254740993,\"total_tokens\":2}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":9007199254740993,\"completion_tokens\":9007199254740993,\"total_tokens\":18014398509481986,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}}");
+  }
+
+  @Test
+  void duplicateKeysLastOneWins() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
+            "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":2}}}");
+  }
+
+  @Test
+  void missingTotalIsAdded() {
+    String out =
+        rewrite(
+            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{}}}",
+            UsageNames.CHAT);
+    assertThat(out)
+        .isEqualTo(
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2},\"total_tokens\":14}}");
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"usage\":{\"prompt_tokens\":\"10\",\"completion_tokens\":4}}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4.0}}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":-4}}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":1e2}}",
+        "{\"usage\":{\"prompt_tokens\":10}}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":\"x\"}}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":7}}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":-1}}}"
+      })
+  void invalidGenerationCountsAreNeverFixed(String gen) {
+    var r =
+        REWRITER.rewrite(
+            gen.getBytes(StandardCharsets.UTF_8),
+            ctx("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}"),
+            UsageNames.CHAT);
+    assertThat(r).isInstanceOf(Rejected.class);
+    assertThat(((Rejected) r).reason()).isEqualTo(Reason.INVALID_USAGE);
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4}}}",
+        "[1,2]",
+        "",
+        "{\"a\":1} {\"b\":2}",
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":04}}"
+      })
+  void malformedDocumentsPassThrough(String gen) {
+    var r =
+        REWRITER.rewrite(
+            gen.getBytes(StandardCharsets.UTF_8),
+            ctx("{\"prompt_tokens\":10}"),
+            UsageNames.CHAT);
+    assertThat(r).isInstanceOf(Rejected.class);
+    assertThat(((Rejected) r).reason()).isEqualTo(Reason.MALFORMED);
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "{\"completion_tokens\":1}",
+        "{\"prompt_tokens\":-1}",
+        "{\"prompt_tokens\":1.5}",
+        "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":\"3\"}}",
+        "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":-3}}",
+        "{\"prompt_tokens\":10,\"prompt_tokens_details\":[1]}"
+      })
+  void unusableContextUsage(String usage) throws Exception {
+    byte[] doc = ("{\"usage\":" + usage + "}").getBytes(StandardCharsets.UTF_8);
+    assertThat(UsageRule.context(UsageDocument.parse(FACTORY, doc).usage(), doc)).isEmpty();
+  }
+
+  @Test
+  void noUsageAndNullUsage() {
+    assertThat(REWRITER.rewrite("{\"choices\":[]}".getBytes(), ctx("{\"prompt_tokens\":1}"), UsageNames.CHAT))
+        .isInstanceOf(JsonUsageRewriter.NoUsage.class);
+    assertThat(
+            REWRITER.rewrite(
+                "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},\"usage\":null}".getBytes(),
+                ctx("{\"prompt_tokens\":1}"),
+                UsageNames.CHAT))
+        .isInstanceOf(JsonUsageRewriter.NoUsage.class);
+  }
+
+  @Test
+  void responsesStreamEventUsageInsideResponse() {
+    String out =
+        rewrite(
+            "{\"input_tokens\":98,\"input_tokens_details\":{\"cached_tokens\":32}}",
+            "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"model\":\"m\",\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98}}}}",
+            UsageNames.RESPONSES);
+    assertThat(out).contains("\"input_tokens_details\":{\"cached_tokens\":32}");
+  }
+
+  @Test
+  void figuresReportWhatWasEmittedAndWhatWasReported() {
+    var r =
+        (Rewritten)
+            REWRITER.rewrite(
+                "{\"model\":\"m1\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}}"
+                    .getBytes(),
+                ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
+                UsageNames.CHAT);
+    assertThat(r.model()).isEqualTo("m1");
+    assertThat(r.corrected()).isTrue();
+    assertThat(r.figures())
+        .isEqualTo(
+            new UsageFigures(
+                BigInteger.valueOf(101),
+                BigInteger.valueOf(7),
+                BigInteger.valueOf(13),
+                BigInteger.valueOf(114),
+                BigInteger.valueOf(101)));
+  }
+}
