@@ -14,6 +14,8 @@ public enum Outcome {
   OVERSIZE("oversize"),
   /** Body or usage that does not parse, or counts that are not non-negative integers: passed through. */
   PARSE_ERROR("parse_error"),
+  /** The response carried no usage object (the client did not ask for usage): nothing to rewrite. */
+  NO_USAGE("no_usage"),
   /** Not part of a disaggregated flow, non-2xx, or compressed: passed through. */
   NOT_DISAGGREGATED("not_disaggregated"),
   /** Internal error: the exchange was let through unmodified. */

@@ -1,31 +1,42 @@
 package io.disaggusage.extproc.extproc;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.classify.ExchangeClassifier;
 import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.exchange.ProcessorFactory;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
+import io.disaggusage.extproc.usage.UsageDocument;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.ScheduledExecutorService;
 
-/** The ext_proc gRPC service: one {@code ExchangeStream} state machine per Process stream. */
+/**
+ * The ext_proc gRPC service ({@code envoy.service.ext_proc.v3.ExternalProcessor/Process}): one
+ * {@link ExchangeStream} state machine per stream, i.e. per HTTP exchange through Envoy.
+ */
 public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcessorImplBase {
-  private final Config config;
-  private final ContextUsageStore store;
-  private final Metrics metrics;
-  private final ScheduledExecutorService timer;
+  private final ExchangeServices services;
 
   public ExtProcService(
       Config config, ContextUsageStore store, Metrics metrics, ScheduledExecutorService timer) {
-    this.config = config;
-    this.store = store;
-    this.metrics = metrics;
-    this.timer = timer;
+    int maxDocument = Math.max(config.limits().maxBodyBytes(), config.limits().maxEventBytes());
+    JsonFactory json = UsageDocument.newFactory(maxDocument);
+    this.services =
+        new ExchangeServices(
+            config,
+            new ExchangeClassifier(config.classification(), config.limits()),
+            new ProcessorFactory(json, config.limits()),
+            json,
+            store,
+            metrics,
+            timer);
   }
 
   @Override
   public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
-    return super.process(responses);
+    return new ExchangeStream(services, responses);
   }
 }

@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.usage;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.json.ByteEdits;
 import io.disaggusage.extproc.json.JsonObjectView;
 import io.disaggusage.extproc.json.JsonObjectView.Member;
 import java.math.BigInteger;
@@ -16,9 +17,11 @@ public final class JsonUsageRewriter {
   public sealed interface Result permits Rewritten, NoUsage, Rejected {}
 
   /**
-   * The rule was applied. {@code document} is the input array itself when nothing changed.
+   * The rule was applied. {@code document} is the input array itself when nothing changed;
+   * {@code edits} are the changes relative to the input, for callers that patch a larger buffer.
    */
-  public record Rewritten(byte[] document, UsageFigures figures, boolean corrected, String model)
+  public record Rewritten(
+      byte[] document, ByteEdits edits, UsageFigures figures, boolean corrected, String model)
       implements Result {}
 
   /** The document parses but carries no (non-null) usage object: nothing to do. */
@@ -63,7 +66,7 @@ public final class JsonUsageRewriter {
     }
     UsageRule.Applied applied = (UsageRule.Applied) result;
     byte[] out = applied.corrected() ? applied.edits().applyTo(doc, 0, doc.length) : doc;
-    return new Rewritten(out, applied.figures(), applied.corrected(), parsed.model());
+    return new Rewritten(out, applied.edits(), applied.figures(), applied.corrected(), parsed.model());
   }
 
   /**

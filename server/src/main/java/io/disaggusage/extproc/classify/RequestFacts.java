@@ -1,0 +1,42 @@
+package io.disaggusage.extproc.classify;
+
+import io.disaggusage.extproc.usage.ContextUsage;
+
+/**
+ * What a request body says about the disaggregated flow it belongs to. Ids are exact decimal text
+ * (TensorRT-LLM and SGLang ids are int64 values above 2^53), never doubles.
+ *
+ * @param model the {@code model} field
+ * @param stream the {@code stream} flag
+ * @param trtRequestType TensorRT-LLM {@code disaggregated_params.request_type}
+ * @param trtDisaggRequestId {@code disaggregated_params.disagg_request_id}
+ * @param trtCtxRequestId {@code disaggregated_params.ctx_request_id}
+ * @param trtScheduleStyle {@code disaggregated_params.schedule_style} as text ({@code 0}, {@code 1},
+ *     or a name)
+ * @param trtCtxUsage {@code disaggregated_params.ctx_usage}: the context usage, carried in the request
+ * @param remoteDecode vLLM {@code kv_transfer_params.do_remote_decode} is {@code true} (context leg)
+ * @param remotePrefill vLLM {@code kv_transfer_params.do_remote_prefill} is {@code true} (generation)
+ * @param bootstrapRoom SGLang {@code bootstrap_room} (a single integer; arrays are not keys)
+ * @param bootstrapHost SGLang {@code bootstrap_host}
+ * @param bootstrapBatched {@code bootstrap_room} was an array (n>1 or a batch)
+ * @param malformed the body is not a JSON object, or could not be scanned
+ */
+public record RequestFacts(
+    String model,
+    Boolean stream,
+    String trtRequestType,
+    String trtDisaggRequestId,
+    String trtCtxRequestId,
+    String trtScheduleStyle,
+    ContextUsage trtCtxUsage,
+    boolean remoteDecode,
+    boolean remotePrefill,
+    String bootstrapRoom,
+    String bootstrapHost,
+    boolean bootstrapBatched,
+    boolean malformed) {
+
+  /** No body was read (or it said nothing). */
+  public static final RequestFacts NONE =
+      new RequestFacts(null, null, null, null, null, null, null, false, false, null, null, false, false);
+}

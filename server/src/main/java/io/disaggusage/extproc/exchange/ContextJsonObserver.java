@@ -1,0 +1,108 @@
+package io.disaggusage.extproc.exchange;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.usage.ContextUsage;
+import io.disaggusage.extproc.usage.UsageDocument;
+import io.disaggusage.extproc.usage.UsageRule;
+import java.io.ByteArrayOutputStream;
+import java.util.List;
+
+/**
+ * Observes a non-streaming context response: every chunk is forwarded unchanged at once, a copy is
+ * kept (up to {@code maxBodyBytes}) and read when the body ends.
+ */
+public final class ContextJsonObserver implements ContextObserver {
+  private final JsonFactory factory;
+  private final int maxBodyBytes;
+  private ByteArrayOutputStream copy = new ByteArrayOutputStream(4096);
+  private byte[] ready = new byte[0];
+  private boolean oversize;
+  private ContextObservation observation =
+      new ContextObservation(null, List.of(), null, Outcome.NO_USAGE);
+
+  public ContextJsonObserver(JsonFactory factory, int maxBodyBytes) {
+    this.factory = factory;
+    this.maxBodyBytes = maxBodyBytes;
+  }
+
+  @Override
+  public void accept(byte[] chunk) {
+    ready = Bytes.concat(ready, chunk);
+    if (oversize) {
+      return;
+    }
+    if (copy.size() + chunk.length > maxBodyBytes) {
+      oversize = true;
+      copy = null;
+      return;
+    }
+    copy.write(chunk, 0, chunk.length);
+  }
+
+  @Override
+  public void finish() {
+    if (oversize) {
+      observation = new ContextObservation(null, List.of(), null, Outcome.OVERSIZE);
+      return;
+    }
+    byte[] doc = copy.toByteArray();
+    copy = null;
+    observation = observe(factory, doc);
+  }
+
+  /** Reads context usage and ids from one complete JSON document. */
+  static ContextObservation observe(JsonFactory factory, byte[] doc) {
+    UsageDocument parsed;
+    try {
+      parsed = UsageDocument.parse(factory, doc);
+    } catch (UsageDocument.MalformedException e) {
+      return new ContextObservation(null, List.of(), null, Outcome.PARSE_ERROR);
+    }
+    if (parsed.usage() == null) {
+      return new ContextObservation(null, parsed.contextIds(), parsed.model(), Outcome.NO_USAGE);
+    }
+    ContextUsage usage = UsageRule.context(parsed.usage(), doc).orElse(null);
+    return new ContextObservation(
+        usage,
+        parsed.contextIds(),
+        parsed.model(),
+        usage == null ? Outcome.PARSE_ERROR : Outcome.STORED);
+  }
+
+  @Override
+  public ContextObservation observation() {
+    return observation;
+  }
+
+  @Override
+  public byte[] takeReady() {
+    byte[] out = ready;
+    ready = new byte[0];
+    return out;
+  }
+
+  @Override
+  public boolean wantsContext() {
+    return false;
+  }
+
+  @Override
+  public boolean waiting() {
+    return false;
+  }
+
+  @Override
+  public void resolveContext(ContextUsage context, Outcome reasonIfNull) {}
+
+  @Override
+  public byte[] abandon() {
+    copy = null;
+    oversize = true;
+    return takeReady();
+  }
+
+  @Override
+  public ExchangeReport report() {
+    return new ExchangeReport(observation.outcome(), null, false, observation.model());
+  }
+}

@@ -1,0 +1,238 @@
+package io.disaggusage.extproc.exchange;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.json.ByteEdits;
+import io.disaggusage.extproc.sse.SseEvent;
+import io.disaggusage.extproc.sse.SseFramer;
+import io.disaggusage.extproc.sse.SseItem;
+import io.disaggusage.extproc.sse.SsePassThrough;
+import io.disaggusage.extproc.usage.ContextUsage;
+import io.disaggusage.extproc.usage.JsonUsageRewriter;
+import io.disaggusage.extproc.usage.UsageDocument;
+import io.disaggusage.extproc.usage.UsageNames;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A streaming (SSE) generation response. Events go out as soon as they are complete; every event
+ * whose JSON carries a non-null usage object is rewritten in place with the context usage
+ * (behaviour.md §5). Without the context usage yet, the first usage-bearing event and everything
+ * after it are held — content before it is never delayed — until the usage lands or the caller gives
+ * up ({@link #resolveContext} with null). Held bytes are bounded by {@code maxHeldBytes}; beyond it
+ * they are released unmodified and the exchange counts as oversize.
+ */
+public final class GenerationSseRewriter implements ResponseBodyProcessor {
+  private final JsonUsageRewriter rewriter;
+  private final JsonFactory json;
+  private final UsageNames names;
+  private final int maxHeldBytes;
+  private final SseFramer framer;
+
+  private final ByteArrayOutputStream ready = new ByteArrayOutputStream(1024);
+  private final ArrayDeque<SseItem> held = new ArrayDeque<>();
+  private long heldBytes;
+
+  private boolean contextKnown;
+  private ContextUsage context;
+  private Outcome fallback = Outcome.CONTEXT_TIMEOUT;
+  private boolean wantContext;
+  private boolean finished;
+  private boolean abandoning;
+
+  private Outcome lastUsageOutcome = Outcome.NO_USAGE;
+  private ExchangeReport lastUsageReport;
+  private boolean oversizeSeen;
+  private boolean correctedAny;
+  private String model;
+
+  public GenerationSseRewriter(
+      JsonUsageRewriter rewriter, JsonFactory json, UsageNames names, int maxEventBytes, int maxHeldBytes) {
+    this.rewriter = rewriter;
+    this.json = json;
+    this.names = names;
+    this.maxHeldBytes = maxHeldBytes;
+    this.framer = new SseFramer(maxEventBytes, this::onItem);
+  }
+
+  @Override
+  public void accept(byte[] chunk) {
+    framer.feed(chunk);
+  }
+
+  @Override
+  public void finish() {
+    finished = true;
+    framer.finish();
+  }
+
+  @Override
+  public byte[] takeReady() {
+    if (ready.size() == 0) {
+      return Bytes.EMPTY;
+    }
+    byte[] out = ready.toByteArray();
+    ready.reset();
+    return out;
+  }
+
+  @Override
+  public boolean wantsContext() {
+    return wantContext && !contextKnown;
+  }
+
+  @Override
+  public boolean waiting() {
+    return !held.isEmpty();
+  }
+
+  @Override
+  public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
+    if (contextKnown) {
+      return;
+    }
+    this.contextKnown = true;
+    this.context = context;
+    if (context == null && reasonIfNull != null) {
+      this.fallback = reasonIfNull;
+    }
+    releaseHeld();
+  }
+
+  @Override
+  public byte[] abandon() {
+    abandoning = true;
+    releaseHeld();
+    if (!framer.isFinished()) {
+      framer.finish(); // hands over the partial event, which goes out raw after the held ones
+    }
+    return takeReady();
+  }
+
+  @Override
+  public ExchangeReport report() {
+    Outcome outcome = lastUsageOutcome;
+    if (outcome == Outcome.NO_USAGE && oversizeSeen) {
+      outcome = Outcome.OVERSIZE;
+    }
+    if (lastUsageReport != null && outcome == lastUsageReport.outcome()) {
+      return new ExchangeReport(outcome, lastUsageReport.figures(), correctedAny, model);
+    }
+    return new ExchangeReport(outcome, null, correctedAny, model);
+  }
+
+  private void onItem(SseItem item) {
+    if (abandoning) {
+      emitRaw(item);
+      return;
+    }
+    if (item instanceof SsePassThrough pass && pass.startsOversizeEvent()) {
+      oversizeSeen = true;
+    }
+    if (!held.isEmpty()) {
+      hold(item);
+      return;
+    }
+    if (item instanceof SseEvent event && carriesUsage(event)) {
+      if (contextKnown) {
+        process(event);
+      } else {
+        wantContext = true;
+        hold(item);
+      }
+      return;
+    }
+    emitRaw(item);
+  }
+
+  /** Whether the event's JSON has a non-null usage object (parsing only events that may have one). */
+  private boolean carriesUsage(SseEvent event) {
+    if (!event.hasData() || !event.mayContainUsage()) {
+      return false;
+    }
+    if (contextKnown) {
+      return true; // process() parses anyway and treats a usage-less event as content
+    }
+    try {
+      return UsageDocument.parse(json, event.payloadBytes()).usage() != null;
+    } catch (UsageDocument.MalformedException e) {
+      lastUsageOutcome = Outcome.PARSE_ERROR; // counted; the event goes out as it came
+      lastUsageReport = null;
+      return false;
+    }
+  }
+
+  private void hold(SseItem item) {
+    held.add(item);
+    heldBytes += item.rawLength();
+    if (heldBytes > maxHeldBytes) {
+      // Waiting any longer would hold an unbounded stream: let everything through as it is.
+      oversizeSeen = true;
+      lastUsageOutcome = Outcome.OVERSIZE;
+      resolveContext(null, Outcome.OVERSIZE);
+    }
+  }
+
+  private void releaseHeld() {
+    while (!held.isEmpty()) {
+      SseItem item = held.poll();
+      heldBytes -= item.rawLength();
+      if (!abandoning && item instanceof SseEvent event && event.hasData() && event.mayContainUsage()) {
+        process(event);
+      } else {
+        emitRaw(item);
+      }
+    }
+  }
+
+  /** Rewrites one event that may carry usage, with the context usage or the fallback. */
+  private void process(SseEvent event) {
+    byte[] payload = event.payloadBytes();
+    if (context == null) {
+      var own = rewriter.inspect(payload, names);
+      if (own != null) {
+        record(fallback, new ExchangeReport(fallback, own, false, null));
+      }
+      emitRaw(event);
+      return;
+    }
+    JsonUsageRewriter.Result result = rewriter.rewrite(payload, context, names);
+    if (result instanceof JsonUsageRewriter.Rewritten r) {
+      if (r.model() != null) {
+        model = r.model();
+      }
+      record(Outcome.REWRITTEN, new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model()));
+      if (r.corrected()) {
+        correctedAny = true;
+        byte[] patched = event.patchedRaw(patches(r.edits()));
+        ready.write(patched, 0, patched.length);
+        return;
+      }
+    } else if (result instanceof JsonUsageRewriter.Rejected rejected) {
+      Outcome outcome =
+          rejected.reason() == JsonUsageRewriter.Reason.OVERSIZE_USAGE ? Outcome.OVERSIZE : Outcome.PARSE_ERROR;
+      record(outcome, null);
+    } else if (result instanceof JsonUsageRewriter.NoUsage n && n.model() != null) {
+      model = n.model();
+    }
+    emitRaw(event);
+  }
+
+  private void record(Outcome outcome, ExchangeReport report) {
+    lastUsageOutcome = outcome;
+    lastUsageReport = report;
+  }
+
+  private static List<SseEvent.Patch> patches(ByteEdits edits) {
+    List<SseEvent.Patch> patches = new ArrayList<>(4);
+    for (ByteEdits.Edit edit : edits.sorted()) {
+      patches.add(new SseEvent.Patch(edit.start(), edit.end(), edit.text()));
+    }
+    return patches;
+  }
+
+  private void emitRaw(SseItem item) {
+    ready.write(item.rawArray(), 0, item.rawLength());
+  }
+}

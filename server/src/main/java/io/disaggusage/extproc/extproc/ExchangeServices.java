@@ -1,0 +1,19 @@
+package io.disaggusage.extproc.extproc;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.classify.ExchangeClassifier;
+import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.exchange.ProcessorFactory;
+import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.store.ContextUsageStore;
+import java.util.concurrent.ScheduledExecutorService;
+
+/** What every exchange stream shares: configuration, the pure core, the store, metrics and the timer. */
+record ExchangeServices(
+    Config config,
+    ExchangeClassifier classifier,
+    ProcessorFactory processors,
+    JsonFactory json,
+    ContextUsageStore store,
+    Metrics metrics,
+    ScheduledExecutorService timer) {}

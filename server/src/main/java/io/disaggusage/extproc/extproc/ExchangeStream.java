@@ -1,0 +1,520 @@
+package io.disaggusage.extproc.extproc;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Struct;
+import io.disaggusage.extproc.classify.Classification;
+import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.Ordering;
+import io.disaggusage.extproc.classify.RequestBodyScanner;
+import io.disaggusage.extproc.classify.RequestFacts;
+import io.disaggusage.extproc.classify.RequestHead;
+import io.disaggusage.extproc.exchange.Bytes;
+import io.disaggusage.extproc.exchange.ContextObservation;
+import io.disaggusage.extproc.exchange.ContextObserver;
+import io.disaggusage.extproc.exchange.ExchangeReport;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.usage.ContextUsage;
+import io.disaggusage.extproc.usage.UsageNames;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.stub.StreamObserver;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The state machine of one ext_proc stream, i.e. one HTTP exchange through Envoy. It translates
+ * Envoy's messages into calls on the pure core (classifier, body processors, store) and their
+ * results back into replies, one per message, in the order the messages came (a reply that waits for
+ * the store holds back the ones behind it). Nothing here blocks: store and timer results arrive as
+ * callbacks. All state is guarded by this object's monitor.
+ *
+ * <p>On any internal error the exchange is let through unmodified (behaviour.md §6): bytes held back
+ * are given back in the next reply and Envoy is left to continue without the service.
+ */
+final class ExchangeStream implements StreamObserver<ProcessingRequest> {
+  private static final Logger log = LoggerFactory.getLogger(ExchangeStream.class);
+  private static final long TIMER_MARGIN_MILLIS = 200;
+  private static final byte[] EMPTY = new byte[0];
+
+  /** One reply owed to Envoy; filled in now or later, sent in order. */
+  private static final class Slot {
+    ProcessingResponse reply;
+  }
+
+  private final ExchangeServices services;
+  private final StreamObserver<ProcessingResponse> out;
+  private final ArrayDeque<Slot> slots = new ArrayDeque<>();
+
+  private boolean closed;
+  private boolean abandoned;
+
+  private RequestHead head;
+  private RequestBodyScanner scanner;
+  private boolean readingRequestBody;
+  private boolean requestEnded;
+  private Classification classification;
+  private String model;
+
+  private ResponseBodyProcessor body;
+  private List<CorrelationKey> contextKeys = List.of();
+  private boolean responseEnded;
+  private Slot deferredEnd;
+  private byte[] deferredEndPrefix = EMPTY;
+  private CompletableFuture<Optional<ContextUsage>> contextWait;
+  private long contextWaitStart;
+  private boolean reported;
+
+  ExchangeStream(ExchangeServices services, StreamObserver<ProcessingResponse> out) {
+    this.services = services;
+    this.out = out;
+    services.metrics().streamOpened();
+  }
+
+  @Override
+  public synchronized void onNext(ProcessingRequest request) {
+    if (closed) {
+      return;
+    }
+    Slot slot = null;
+    try {
+      switch (request.getRequestCase()) {
+        case REQUEST_HEADERS -> onRequestHeaders(request, slot = open());
+        case REQUEST_BODY -> {
+          if (!requestEnded) {
+            onRequestBody(request.getRequestBody(), slot = open());
+          }
+        }
+        case REQUEST_TRAILERS -> complete(slot = open(), EnvoyMessages.trailers(true));
+        case RESPONSE_HEADERS -> onResponseHeaders(request.getResponseHeaders(), slot = open());
+        case RESPONSE_BODY -> {
+          if (!responseEnded) {
+            onResponseBody(request.getResponseBody(), slot = open());
+          }
+        }
+        case RESPONSE_TRAILERS -> complete(slot = open(), EnvoyMessages.trailers(false));
+        default -> {} // nothing Envoy expects an answer to
+      }
+    } catch (RuntimeException e) {
+      failOpen(e, request, slot);
+    }
+  }
+
+  @Override
+  public synchronized void onError(Throwable t) {
+    // Envoy reset the stream: normal at the end of every exchange (CANCELLED), or a client abort.
+    finish();
+  }
+
+  @Override
+  public synchronized void onCompleted() {
+    if (!closed) {
+      out.onCompleted();
+    }
+    finish();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Request
+
+  private void onRequestHeaders(ProcessingRequest request, Slot slot) {
+    HttpHeaders headers = request.getRequestHeaders();
+    Map<String, String> map = EnvoyMessages.headers(headers.getHeaders());
+    String path = map.getOrDefault(":path", "");
+    int query = path.indexOf('?');
+    head =
+        new RequestHead(
+            map.getOrDefault(":method", ""),
+            query < 0 ? path : path.substring(0, query),
+            map,
+            EnvoyMessages.attribute(request, "xds.cluster_name"));
+    if (!services.classifier().handles(head)) {
+      classification = Classification.NONE;
+      report(Phase.NONE, Outcome.NOT_DISAGGREGATED);
+      complete(slot, EnvoyMessages.requestHeaders(null, EnvoyMessages.allOff()));
+      return;
+    }
+    HeaderMutation mutation =
+        services.config().classification().stripAcceptEncoding()
+            ? EnvoyMessages.removeHeaders("accept-encoding")
+            : null;
+    readingRequestBody = !headers.getEndOfStream() && services.classifier().needsBody(head);
+    if (readingRequestBody) {
+      scanner = new RequestBodyScanner(services.json(), services.config().limits().maxUsageBytes());
+    } else {
+      requestEnded = true;
+      classify(RequestFacts.NONE);
+    }
+    complete(
+        slot, EnvoyMessages.requestHeaders(mutation, EnvoyMessages.mode(readingRequestBody, true, false)));
+  }
+
+  private void onRequestBody(HttpBody chunk, Slot slot) {
+    if (scanner != null) {
+      scanner.feed(chunk.getBody().asReadOnlyByteBuffer());
+    }
+    if (chunk.getEndOfStream()) {
+      requestEnded = true;
+      if (scanner != null) {
+        scanner.end();
+        classify(scanner.facts());
+      }
+    }
+    complete(slot, EnvoyMessages.body(true, null, null));
+  }
+
+  private void classify(RequestFacts facts) {
+    classification = services.classifier().classify(head, facts);
+    model = facts.model();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Response headers: decide what to read
+
+  private void onResponseHeaders(HttpHeaders headers, Slot slot) {
+    if (classification == null) {
+      // The upstream answered before the request body ended; decide on what has been read.
+      if (scanner != null) {
+        scanner.end();
+        classify(scanner.facts());
+      } else {
+        classification = Classification.NONE;
+      }
+    }
+    boolean requestStillStreaming = readingRequestBody && !requestEnded;
+    Map<String, String> map = EnvoyMessages.headers(headers.getHeaders());
+    Phase phase = classification.phase();
+    if (phase == Phase.NONE) {
+      report(Phase.NONE, Outcome.NOT_DISAGGREGATED);
+      complete(slot, noResponseBody(requestStillStreaming, null));
+      return;
+    }
+    if (!is2xx(map.get(":status")) || !identity(map.get("content-encoding")) || headers.getEndOfStream()) {
+      report(phase, Outcome.NOT_DISAGGREGATED);
+      complete(slot, noResponseBody(requestStillStreaming, null));
+      return;
+    }
+    boolean eventStream = isEventStream(map.get("content-type"));
+    if (phase == Phase.CONTEXT) {
+      body = services.processors().context(eventStream);
+      contextKeys = classification.keys();
+      complete(
+          slot,
+          EnvoyMessages.responseHeaders(
+              null, EnvoyMessages.mode(requestStillStreaming, true, true), null));
+      return;
+    }
+    UsageNames names = UsageNames.forPath(head.path());
+    if (classification.carriedContext() != null) {
+      startGeneration(slot, eventStream, names, requestStillStreaming, classification.carriedContext());
+      return;
+    }
+    if (classification.keys().isEmpty()) {
+      report(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT);
+      complete(slot, noResponseBody(requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT));
+      return;
+    }
+    boolean concurrent = classification.ordering() == Ordering.CONCURRENT;
+    services
+        .store()
+        .take(classification.keys())
+        .whenComplete(
+            (found, error) ->
+                onLookup(slot, eventStream, names, requestStillStreaming, concurrent, found, error));
+  }
+
+  private synchronized void onLookup(
+      Slot slot,
+      boolean eventStream,
+      UsageNames names,
+      boolean requestStillStreaming,
+      boolean concurrent,
+      Optional<ContextUsage> found,
+      Throwable error) {
+    if (closed) {
+      return;
+    }
+    try {
+      ContextUsage context = error == null ? found.orElse(null) : null;
+      if (context == null && !concurrent) {
+        // Context-first: the context response would already have been stored. No context phase.
+        Outcome outcome = error == null ? Outcome.PASSTHROUGH_NO_CONTEXT : Outcome.ERROR;
+        report(Phase.GENERATION, outcome);
+        complete(slot, noResponseBody(requestStillStreaming, outcome));
+        return;
+      }
+      startGeneration(slot, eventStream, names, requestStillStreaming, context);
+    } catch (RuntimeException e) {
+      failOpen(e, null, slot);
+    }
+  }
+
+  private void startGeneration(
+      Slot slot, boolean eventStream, UsageNames names, boolean requestStillStreaming, ContextUsage context) {
+    body = services.processors().generation(eventStream, names);
+    if (context != null) {
+      body.resolveContext(context, null);
+    }
+    // The body may change length: the content-length Envoy saw must not reach the client.
+    complete(
+        slot,
+        EnvoyMessages.responseHeaders(
+            EnvoyMessages.removeHeaders("content-length"),
+            EnvoyMessages.mode(requestStillStreaming, true, true),
+            null));
+  }
+
+  private ProcessingResponse noResponseBody(boolean requestStillStreaming, Outcome metadataOutcome) {
+    Struct metadata =
+        metadataOutcome == null
+            ? null
+            : UsageMetadata.outcomeOnly(services.config().metadata().namespace(), metadataOutcome, model);
+    return EnvoyMessages.responseHeaders(
+        null, EnvoyMessages.mode(requestStillStreaming, false, false), metadata);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Response body
+
+  private void onResponseBody(HttpBody chunk, Slot slot) {
+    boolean end = chunk.getEndOfStream();
+    if (end) {
+      responseEnded = true;
+    }
+    if (body == null || abandoned) {
+      complete(slot, EnvoyMessages.body(false, null, null));
+      return;
+    }
+    byte[] bytes = chunk.getBody().toByteArray();
+    body.accept(bytes);
+    if (end) {
+      body.finish();
+    }
+    if (body.wantsContext() && contextWait == null) {
+      awaitContext();
+    }
+    byte[] ready = body.takeReady();
+    if (!end) {
+      complete(slot, bodyReply(bytes, ready, null));
+      return;
+    }
+    if (body instanceof ContextObserver observer) {
+      storeContext(observer.observation(), slot, bytes, ready);
+      return;
+    }
+    if (body.waiting()) {
+      // Hold the last reply until the context usage lands or the deadline passes.
+      deferredEnd = slot;
+      deferredEndPrefix = ready;
+      long remaining =
+          services.config().ordering().contextWait().toMillis()
+              - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
+      send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
+      return;
+    }
+    completeGeneration(slot, bytes, ready);
+  }
+
+  private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
+    ExchangeReport report = body.report();
+    report(Phase.GENERATION, report.outcome());
+    Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), report, model);
+    complete(slot, bodyReply(original, ready, metadata));
+  }
+
+  private void awaitContext() {
+    contextWaitStart = System.nanoTime();
+    contextWait =
+        services.store().await(classification.keys(), services.config().ordering().contextWait());
+    contextWait.whenComplete(this::onContext);
+  }
+
+  private synchronized void onContext(Optional<ContextUsage> found, Throwable error) {
+    if (closed || abandoned || body == null) {
+      return;
+    }
+    try {
+      services.metrics().contextWaited(System.nanoTime() - contextWaitStart);
+      ContextUsage context = error == null ? found.orElse(null) : null;
+      body.resolveContext(context, error == null ? Outcome.CONTEXT_TIMEOUT : Outcome.ERROR);
+      if (deferredEnd != null) {
+        Slot slot = deferredEnd;
+        deferredEnd = null;
+        byte[] ready = Bytes.concat(deferredEndPrefix, body.takeReady());
+        deferredEndPrefix = EMPTY;
+        completeGeneration(slot, null, ready);
+      }
+    } catch (RuntimeException e) {
+      failOpen(e, null, deferredEnd);
+    }
+  }
+
+  private void storeContext(ContextObservation observation, Slot slot, byte[] original, byte[] ready) {
+    if (observation.usage() == null) {
+      report(Phase.CONTEXT, observation.outcome());
+      complete(slot, bodyReply(original, ready, null));
+      return;
+    }
+    List<CorrelationKey> keys = new ArrayList<>(contextKeys);
+    boolean trtOrNone =
+        keys.isEmpty() || keys.get(0).source() == CorrelationKey.Source.TRTLLM;
+    if (trtOrNone) {
+      for (String id : observation.contextIds()) {
+        CorrelationKey key = new CorrelationKey(CorrelationKey.Source.TRTLLM, id);
+        if (!keys.contains(key) && id.length() <= services.config().limits().maxKeyBytes()) {
+          keys.add(key);
+        }
+      }
+    }
+    if (keys.isEmpty()) {
+      report(Phase.CONTEXT, Outcome.PASSTHROUGH_NO_CONTEXT);
+      complete(slot, bodyReply(original, ready, null));
+      return;
+    }
+    // The last reply waits for the write: a generation lookup can then never race it (§4).
+    services
+        .store()
+        .put(keys, observation.usage())
+        .whenComplete((ok, error) -> onStored(slot, original, ready, error));
+  }
+
+  private synchronized void onStored(Slot slot, byte[] original, byte[] ready, Throwable error) {
+    if (closed) {
+      return;
+    }
+    report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
+    complete(slot, bodyReply(original, ready, null));
+  }
+
+  /** A body reply that forwards the chunk untouched when the output is exactly the input. */
+  private static ProcessingResponse bodyReply(byte[] original, byte[] ready, Struct metadata) {
+    if (original != null && Arrays.equals(original, ready)) {
+      return EnvoyMessages.body(false, null, metadata);
+    }
+    return EnvoyMessages.body(false, ByteString.copyFrom(ready), metadata);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Failure, replies, end
+
+  /**
+   * Lets the exchange through unmodified: every held byte goes out with the reply owed for the
+   * current (or deferred) body message, every other reply owed passes things through as they are.
+   */
+  private void failOpen(RuntimeException e, ProcessingRequest request, Slot current) {
+    log.warn(
+        "exchange let through unmodified after an internal error: {}",
+        e.getClass().getName(),
+        e.getStackTrace().length > 0 ? null : e);
+    report(classification == null ? Phase.NONE : classification.phase(), Outcome.ERROR);
+    abandoned = true;
+    if (contextWait != null) {
+      contextWait.cancel(false);
+    }
+    byte[] held = body == null ? EMPTY : body.abandon();
+    body = null;
+    Slot bodySlot = deferredEnd != null ? deferredEnd : null;
+    deferredEnd = null;
+    if (bodySlot == null
+        && current != null
+        && current.reply == null
+        && request != null
+        && request.hasResponseBody()) {
+      bodySlot = current;
+    }
+    if (bodySlot != null) {
+      bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(Bytes.concat(deferredEndPrefix, held)), null);
+      deferredEndPrefix = EMPTY;
+    }
+    for (Slot slot : slots) {
+      if (slot.reply == null) {
+        slot.reply = passThroughReply(slot == current ? request : null);
+      }
+    }
+    flush();
+  }
+
+  /** The neutral reply for a message after a failure. */
+  private static ProcessingResponse passThroughReply(ProcessingRequest request) {
+    if (request == null) {
+      return EnvoyMessages.body(false, null, null);
+    }
+    return switch (request.getRequestCase()) {
+      case REQUEST_HEADERS -> EnvoyMessages.requestHeaders(null, null);
+      case RESPONSE_HEADERS -> EnvoyMessages.responseHeaders(null, null, null);
+      case REQUEST_BODY -> EnvoyMessages.body(true, null, null);
+      case REQUEST_TRAILERS -> EnvoyMessages.trailers(true);
+      case RESPONSE_TRAILERS -> EnvoyMessages.trailers(false);
+      default -> EnvoyMessages.body(false, null, null);
+    };
+  }
+
+  private Slot open() {
+    Slot slot = new Slot();
+    slots.add(slot);
+    return slot;
+  }
+
+  private void complete(Slot slot, ProcessingResponse reply) {
+    slot.reply = reply;
+    flush();
+  }
+
+  private void flush() {
+    while (!slots.isEmpty() && slots.peek().reply != null) {
+      send(slots.poll().reply);
+    }
+  }
+
+  private void send(ProcessingResponse reply) {
+    if (!closed) {
+      out.onNext(reply);
+    }
+  }
+
+  private void report(Phase phase, Outcome outcome) {
+    if (!reported) {
+      reported = true;
+      services.metrics().exchange(phase, outcome);
+    }
+  }
+
+  private void finish() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (contextWait != null) {
+      contextWait.cancel(false);
+    }
+    services.metrics().streamClosed();
+  }
+
+  private static boolean is2xx(String status) {
+    return status != null && status.length() == 3 && status.charAt(0) == '2';
+  }
+
+  private static boolean identity(String contentEncoding) {
+    return contentEncoding == null
+        || contentEncoding.isBlank()
+        || contentEncoding.trim().equalsIgnoreCase("identity");
+  }
+
+  private static boolean isEventStream(String contentType) {
+    return contentType != null
+        && contentType.toLowerCase(Locale.ROOT).startsWith("text/event-stream");
+  }
+}

@@ -1,0 +1,123 @@
+package io.disaggusage.extproc.classify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.usage.UsageDocument;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The request-body scanner gives the same facts for every chunking of a body. */
+class RequestBodyScannerTest {
+  private static final String TRT_GEN =
+      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"say \\\"disaggregated_params\\\"\"}],"
+          + "\"stream\":true,\"disaggregated_params\":{\"request_type\":\"generation_only\","
+          + "\"first_gen_tokens\":[7],\"ctx_request_id\":9223372036854775807,"
+          + "\"disagg_request_id\":2748779069441234567,\"schedule_style\":1,"
+          + "\"ctx_usage\":{\"prompt_tokens\":10,\"completion_tokens\":1,\"total_tokens\":11,"
+          + "\"prompt_tokens_details\":{\"cached_tokens\":4,\"audio_tokens\":null}},"
+          + "\"encoded_opaque_state\":\"abc\"}}";
+
+  static RequestFacts scan(String body, int[] splits) {
+    RequestBodyScanner s = new RequestBodyScanner(UsageDocument.newFactory(1 << 20), 64 * 1024);
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    int prev = 0;
+    for (int split : splits) {
+      s.feed(ByteBuffer.wrap(b, prev, split - prev));
+      prev = split;
+    }
+    s.feed(ByteBuffer.wrap(b, prev, b.length - prev));
+    s.end();
+    return s.facts();
+  }
+
+  @Test
+  void trtGenerationRequestFactsAreExact() {
+    RequestFacts f = scan(TRT_GEN, new int[0]);
+    assertThat(f.malformed()).isFalse();
+    assertThat(f.model()).isEqualTo("m");
+    assertThat(f.stream()).isTrue();
+    assertThat(f.trtRequestType()).isEqualTo("generation_only");
+    assertThat(f.trtCtxRequestId()).isEqualTo("9223372036854775807");
+    assertThat(f.trtDisaggRequestId()).isEqualTo("2748779069441234567");
+    assertThat(f.trtScheduleStyle()).isEqualTo("1");
+    assertThat(f.trtCtxUsage()).isNotNull();
+    assertThat(f.trtCtxUsage().promptTokens()).isEqualTo(BigInteger.TEN);
+    assertThat(f.trtCtxUsage().cachedTokens()).isEqualTo(BigInteger.valueOf(4));
+    assertThat(f.trtCtxUsage().details()).containsEntry("audio_tokens", "null");
+  }
+
+  @Test
+  void everySplitPointGivesTheSameFacts() {
+    RequestFacts whole = scan(TRT_GEN, new int[0]);
+    int len = TRT_GEN.getBytes(StandardCharsets.UTF_8).length;
+    for (int i = 0; i <= len; i++) {
+      assertThat(scan(TRT_GEN, new int[] {i})).as("split at %d", i).isEqualTo(whole);
+    }
+    long seed = System.nanoTime();
+    Random random = new Random(seed);
+    for (int n = 0; n < 300; n++) {
+      int[] splits = random.ints(random.nextInt(8), 0, len + 1).sorted().toArray();
+      assertThat(scan(TRT_GEN, splits)).as("seed %d run %d", seed, n).isEqualTo(whole);
+    }
+  }
+
+  @Test
+  void vllmMarkersAndSglangRoom() {
+    RequestFacts p =
+        scan(
+            "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,\"remote_engine_id\":null},\"max_tokens\":1}",
+            new int[] {5});
+    assertThat(p.remoteDecode()).isTrue();
+    assertThat(p.remotePrefill()).isFalse();
+    RequestFacts s =
+        scan(
+            "{\"bootstrap_host\":\"10.0.0.1\",\"bootstrap_port\":null,\"bootstrap_room\":9007199254740993}",
+            new int[0]);
+    assertThat(s.bootstrapRoom()).isEqualTo("9007199254740993");
+    assertThat(s.bootstrapHost()).isEqualTo("10.0.0.1");
+    assertThat(s.bootstrapBatched()).isFalse();
+    RequestFacts batch = scan("{\"bootstrap_room\":[1,2],\"bootstrap_host\":[\"a\",\"b\"]}", new int[0]);
+    assertThat(batch.bootstrapBatched()).isTrue();
+    assertThat(batch.bootstrapRoom()).isNull();
+  }
+
+  @Test
+  void nestedLookalikesAreIgnored() {
+    RequestFacts f =
+        scan(
+            "{\"messages\":[{\"disaggregated_params\":{\"request_type\":\"context_only\"}}],"
+                + "\"extra\":{\"kv_transfer_params\":{\"do_remote_decode\":true}}}",
+            new int[0]);
+    assertThat(f.trtRequestType()).isNull();
+    assertThat(f.remoteDecode()).isFalse();
+  }
+
+  @Test
+  void oversizeCtxUsageIsDroppedButScanningContinues() {
+    String big = "x".repeat(200);
+    String body =
+        "{\"disaggregated_params\":{\"ctx_usage\":{\"prompt_tokens\":1,\"pad\":\""
+            + big
+            + "\",\"n\":{\"a\":[1,2]}},\"request_type\":\"generation_only\",\"ctx_request_id\":5},\"model\":\"after\"}";
+    RequestBodyScanner s = new RequestBodyScanner(UsageDocument.newFactory(1 << 20), 64);
+    s.feed(ByteBuffer.wrap(body.getBytes(StandardCharsets.UTF_8)));
+    s.end();
+    RequestFacts f = s.facts();
+    assertThat(f.trtCtxUsage()).isNull();
+    assertThat(f.trtRequestType()).isEqualTo("generation_only");
+    assertThat(f.trtCtxRequestId()).isEqualTo("5");
+    assertThat(f.model()).isEqualTo("after");
+    assertThat(f.malformed()).isFalse();
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"[1,2]", "{\"a\":", "{\"a\":1}}", "nope", "{\"a\":1} {\"b\":2}"})
+  void malformedBodies(String body) {
+    assertThat(scan(body, new int[0]).malformed()).isTrue();
+  }
+}

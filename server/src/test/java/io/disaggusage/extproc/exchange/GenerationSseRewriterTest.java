@@ -1,0 +1,194 @@
+package io.disaggusage.extproc.exchange;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.usage.ContextUsage;
+import io.disaggusage.extproc.usage.JsonUsageRewriter;
+import io.disaggusage.extproc.usage.UsageDocument;
+import io.disaggusage.extproc.usage.UsageNames;
+import java.io.ByteArrayOutputStream;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The streaming rewriter over every chunking: the bytes that leave are the same whatever the chunk
+ * boundaries, content is never held when the context usage is known, and usage events are rewritten.
+ */
+class GenerationSseRewriterTest {
+  static final ContextUsage CTX =
+      new ContextUsage(BigInteger.valueOf(128), Map.of("cached_tokens", "9"), BigInteger.valueOf(9));
+
+  static final String CONTENT =
+      "data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"hello\"},\"index\":0}],\"model\":\"test-model\"}\n\n";
+  static final String USAGE =
+      "data: {\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":128}}}\n\n";
+  static final String USAGE_FIXED = USAGE.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}");
+  static final String DONE = "data: [DONE]\n\n";
+
+  static GenerationSseRewriter rewriter() {
+    var json = UsageDocument.newFactory(1 << 20);
+    return new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.CHAT, 1 << 16, 1 << 20);
+  }
+
+  /** Runs the stream in the given chunks with the context known from the start; returns the output. */
+  static String run(List<byte[]> chunks, ContextUsage ctx) {
+    GenerationSseRewriter r = rewriter();
+    r.resolveContext(ctx, null);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    for (byte[] c : chunks) {
+      r.accept(c);
+      out.writeBytes(r.takeReady());
+    }
+    r.finish();
+    out.writeBytes(r.takeReady());
+    assertThat(r.waiting()).isFalse();
+    return out.toString(StandardCharsets.UTF_8);
+  }
+
+  static List<byte[]> split(String s, int... at) {
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    List<byte[]> chunks = new ArrayList<>();
+    int prev = 0;
+    for (int i : at) {
+      chunks.add(java.util.Arrays.copyOfRange(b, prev, i));
+      prev = i;
+    }
+    chunks.add(java.util.Arrays.copyOfRange(b, prev, b.length));
+    return chunks;
+  }
+
+  @Test
+  void g7EveryTwoSplitPointsGiveTheSameBytes() {
+    String stream = CONTENT + USAGE + DONE;
+    String expected = CONTENT + USAGE_FIXED + DONE;
+    int len = stream.length();
+    for (int i = 0; i <= len; i++) {
+      for (int j = i; j <= len; j += 7) {
+        assertThat(run(split(stream, i, j), CTX)).as("splits %d,%d", i, j).isEqualTo(expected);
+      }
+    }
+  }
+
+  @Test
+  void randomMultiSplitsAndCrlf() {
+    String stream = (CONTENT + USAGE + DONE).replace("\n", "\r\n");
+    String expected = (CONTENT + USAGE_FIXED + DONE).replace("\n", "\r\n");
+    long seed = System.nanoTime();
+    Random random = new Random(seed);
+    for (int n = 0; n < 2000; n++) {
+      int[] at = random.ints(random.nextInt(12), 0, stream.length() + 1).sorted().toArray();
+      assertThat(run(split(stream, at), CTX)).as("seed %d run %d", seed, n).isEqualTo(expected);
+    }
+  }
+
+  @Test
+  void contentIsForwardedInTheChunkWhereItCompletes() {
+    GenerationSseRewriter r = rewriter();
+    r.resolveContext(CTX, null);
+    r.accept(CONTENT.getBytes(StandardCharsets.UTF_8));
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT);
+  }
+
+  @Test
+  void continuousUsageEveryEventRewritten() {
+    String e1 =
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":1,\"total_tokens\":129,\"prompt_tokens_details\":{\"cached_tokens\":127}}}\n\n";
+    String e2 = e1.replace("\"completion_tokens\":1,\"total_tokens\":129", "\"completion_tokens\":2,\"total_tokens\":130");
+    String out = run(split(e1 + e2 + DONE, 10, 200), CTX);
+    assertThat(out)
+        .isEqualTo(
+            e1.replace("\"cached_tokens\":127", "\"cached_tokens\":9")
+                + e2.replace("\"cached_tokens\":127", "\"cached_tokens\":9")
+                + DONE);
+  }
+
+  @Test
+  void generationFirstHoldsFromTheFirstUsageEventOnly() {
+    GenerationSseRewriter r = rewriter();
+    r.accept((CONTENT + USAGE.substring(0, 30)).getBytes(StandardCharsets.UTF_8));
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT);
+    assertThat(r.wantsContext()).isFalse();
+    r.accept((USAGE.substring(30) + DONE).getBytes(StandardCharsets.UTF_8));
+    assertThat(r.takeReady()).isEmpty();
+    assertThat(r.wantsContext()).isTrue();
+    r.finish();
+    assertThat(r.waiting()).isTrue();
+    r.resolveContext(CTX, null);
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(USAGE_FIXED + DONE);
+    assertThat(r.report().outcome()).isEqualTo(Outcome.REWRITTEN);
+    assertThat(r.report().corrected()).isTrue();
+    assertThat(r.report().figures().cached()).isEqualTo(BigInteger.valueOf(9));
+    assertThat(r.report().figures().reportedCached()).isEqualTo(BigInteger.valueOf(128));
+  }
+
+  @Test
+  void deadlineReleasesTheWorkersUsageUnchanged() {
+    GenerationSseRewriter r = rewriter();
+    r.accept((CONTENT + USAGE + DONE).getBytes(StandardCharsets.UTF_8));
+    r.finish();
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT);
+    r.resolveContext(null, Outcome.CONTEXT_TIMEOUT);
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(USAGE + DONE);
+    assertThat(r.report().outcome()).isEqualTo(Outcome.CONTEXT_TIMEOUT);
+    assertThat(r.report().figures().cached()).isEqualTo(BigInteger.valueOf(128));
+  }
+
+  @Test
+  void abandonGivesBackEveryHeldByteAsItCame() {
+    GenerationSseRewriter r = rewriter();
+    String stream = CONTENT + USAGE + DONE.substring(0, 4);
+    r.accept(stream.getBytes(StandardCharsets.UTF_8));
+    String first = new String(r.takeReady(), StandardCharsets.UTF_8);
+    String rest = new String(r.abandon(), StandardCharsets.UTF_8);
+    assertThat(first + rest).isEqualTo(stream);
+  }
+
+  @Test
+  void malformedUsageEventPassesAndIsCounted() {
+    String bad = "data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":\"2\"}}\n\n";
+    assertThat(run(split(CONTENT + bad + DONE, 3), CTX)).isEqualTo(CONTENT + bad + DONE);
+    GenerationSseRewriter r = rewriter();
+    r.resolveContext(CTX, null);
+    r.accept(bad.getBytes(StandardCharsets.UTF_8));
+    r.finish();
+    assertThat(r.report().outcome()).isEqualTo(Outcome.PARSE_ERROR);
+  }
+
+  @Test
+  void responsesApiNamedEventsWithoutDone() {
+    String delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n";
+    String completed =
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":{\"input_tokens\":128,\"output_tokens\":8,\"total_tokens\":136,\"input_tokens_details\":{\"cached_tokens\":128},\"output_tokens_details\":{\"reasoning_tokens\":3}}}}\n\n";
+    var json = UsageDocument.newFactory(1 << 20);
+    GenerationSseRewriter r =
+        new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.RESPONSES, 1 << 16, 1 << 20);
+    r.resolveContext(CTX, null);
+    r.accept((delta + completed).getBytes(StandardCharsets.UTF_8));
+    r.finish();
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8))
+        .isEqualTo(delta + completed.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}"));
+  }
+
+  @Test
+  void holdingIsBounded() {
+    var json = UsageDocument.newFactory(1 << 20);
+    GenerationSseRewriter r =
+        new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.CHAT, 4096, 1024);
+    StringBuilder all = new StringBuilder(USAGE);
+    r.accept(USAGE.getBytes(StandardCharsets.UTF_8));
+    StringBuilder out = new StringBuilder(new String(r.takeReady(), StandardCharsets.UTF_8));
+    for (int i = 0; i < 20; i++) {
+      r.accept(CONTENT.getBytes(StandardCharsets.UTF_8));
+      all.append(CONTENT);
+      out.append(new String(r.takeReady(), StandardCharsets.UTF_8));
+    }
+    assertThat(out.toString()).isEqualTo(all.toString());
+    assertThat(r.waiting()).isFalse();
+    assertThat(r.report().outcome()).isEqualTo(Outcome.OVERSIZE);
+  }
+}

@@ -1,0 +1,119 @@
+package io.disaggusage.extproc.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.github.benmanes.caffeine.cache.Ticker;
+import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.CorrelationKey.Source;
+import io.disaggusage.extproc.usage.ContextUsage;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class MemoryContextUsageStoreTest {
+  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+  private final AtomicLong nanos = new AtomicLong();
+  private final Ticker ticker = nanos::get;
+  private final MemoryContextUsageStore store =
+      new MemoryContextUsageStore(Duration.ofSeconds(60), 1000, timer, ticker);
+
+  private static final CorrelationKey A = new CorrelationKey(Source.TRTLLM, "1");
+  private static final CorrelationKey B = new CorrelationKey(Source.TRTLLM, "2");
+  private static final ContextUsage USAGE =
+      new ContextUsage(BigInteger.TEN, Map.of("cached_tokens", "3"), BigInteger.valueOf(3));
+
+  @AfterEach
+  void stop() {
+    store.close();
+    timer.shutdownNow();
+  }
+
+  @Test
+  void entryUnderAliasesIsConsumedOnce() {
+    store.put(List.of(A, B), USAGE).join();
+    assertThat(store.size()).isEqualTo(1);
+    assertThat(store.take(List.of(B)).join()).contains(USAGE);
+    assertThat(store.take(List.of(A)).join()).isEmpty();
+    assertThat(store.size()).isZero();
+  }
+
+  @Test
+  void sourcesDoNotCollide() {
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "1")), USAGE).join();
+    assertThat(store.take(List.of(A)).join()).isEmpty();
+  }
+
+  @Test
+  void entriesExpireAfterTtl() {
+    store.put(List.of(A), USAGE).join();
+    nanos.addAndGet(TimeUnit.SECONDS.toNanos(61));
+    store.cleanUp();
+    assertThat(store.take(List.of(A)).join()).isEmpty();
+    assertThat(store.size()).isZero();
+  }
+
+  @Test
+  void waiterIsWokenByPutAndConsumesIt() {
+    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofSeconds(5));
+    assertThat(waiting).isNotDone();
+    assertThat(store.waiters()).isEqualTo(1);
+    store.put(List.of(B, A), USAGE).join();
+    assertThat(waiting.join()).contains(USAGE);
+    assertThat(store.waiters()).isZero();
+    assertThat(store.size()).isZero();
+    assertThat(store.take(List.of(B)).join()).isEmpty();
+  }
+
+  @Test
+  void awaitReturnsAnEntryAlreadyThere() {
+    store.put(List.of(A), USAGE).join();
+    assertThat(store.await(List.of(A), Duration.ofSeconds(5)).join()).contains(USAGE);
+  }
+
+  @Test
+  void awaitTimesOutEmptyAndLeavesNoWaiter() {
+    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofMillis(50));
+    assertThat(waiting.orTimeout(5, TimeUnit.SECONDS).join()).isEmpty();
+    assertThat(store.waiters()).isZero();
+    store.put(List.of(A), USAGE).join();
+    assertThat(store.size()).isEqualTo(1);
+  }
+
+  @Test
+  void cancelledWaiterIsWithdrawn() {
+    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofSeconds(5));
+    waiting.cancel(false);
+    assertThat(store.waiters()).isZero();
+    store.put(List.of(A), USAGE).join();
+    assertThat(store.take(List.of(A)).join()).contains(USAGE);
+  }
+
+  @Test
+  void twoWaitersOnOneKeyGetAtMostOneEntry() {
+    var first = store.await(List.of(A), Duration.ofMillis(200));
+    var second = store.await(List.of(A), Duration.ofMillis(200));
+    store.put(List.of(A), USAGE).join();
+    assertThat(first.join()).contains(USAGE);
+    assertThat(second.orTimeout(5, TimeUnit.SECONDS).join()).isEmpty();
+  }
+
+  @Test
+  void sizeIsBounded() {
+    MemoryContextUsageStore small = new MemoryContextUsageStore(Duration.ofSeconds(60), 10, timer, ticker);
+    for (int i = 0; i < 100; i++) {
+      small.put(List.of(new CorrelationKey(Source.HEADER, "k" + i)), USAGE).join();
+    }
+    small.cleanUp();
+    assertThat(small.size()).isLessThanOrEqualTo(10);
+    small.close();
+  }
+}
