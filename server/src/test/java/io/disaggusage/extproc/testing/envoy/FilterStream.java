@@ -1392,19 +1392,23 @@ final class FilterStream {
     stopTimer(req);
     stopTimer(resp);
     closeStream();
-    ExchangeResult r = buildResult();
-    IllegalStateException notForwarded =
-        new IllegalStateException("exchange " + exchange.name() + " ended: " + r);
-    requestHeadersForwarded.completeExceptionally(notForwarded);
-    responseHeadersForwarded.completeExceptionally(notForwarded);
-    streamOpened.completeExceptionally(notForwarded);
-    for (var w : bodyWatchers) {
-      w.getValue().completeExceptionally(notForwarded);
-    }
-    for (var w : sentWatchers) {
-      w.getValue().completeExceptionally(notForwarded);
-    }
-    result.complete(r);
+    // Published from a follow-up loop task, so the rest of the current event (e.g. the counter
+    // increments after a reply handler) is visible in the result.
+    loop.execute(() -> {
+      ExchangeResult r = buildResult();
+      IllegalStateException notForwarded =
+          new IllegalStateException("exchange " + exchange.name() + " ended: " + r);
+      requestHeadersForwarded.completeExceptionally(notForwarded);
+      responseHeadersForwarded.completeExceptionally(notForwarded);
+      streamOpened.completeExceptionally(notForwarded);
+      for (var w : bodyWatchers) {
+        w.getValue().completeExceptionally(notForwarded);
+      }
+      for (var w : sentWatchers) {
+        w.getValue().completeExceptionally(notForwarded);
+      }
+      result.complete(r);
+    });
   }
 
   private ExchangeResult buildResult() {
