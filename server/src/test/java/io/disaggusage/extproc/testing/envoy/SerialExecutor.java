@@ -1,0 +1,46 @@
+package io.disaggusage.extproc.testing.envoy;
+
+import java.util.ArrayDeque;
+import java.util.Queue;
+import java.util.concurrent.Executor;
+
+/**
+ * Runs tasks one at a time, in submission order, on a shared pool: the per-exchange "worker
+ * thread" of the fake Envoy. Every state change of one exchange happens on it, so gRPC callback
+ * threads only enqueue and never block.
+ */
+final class SerialExecutor implements Executor {
+  private final Executor pool;
+  private final Queue<Runnable> tasks = new ArrayDeque<>();
+  private boolean running;
+
+  SerialExecutor(Executor pool) {
+    this.pool = pool;
+  }
+
+  @Override
+  public void execute(Runnable task) {
+    synchronized (this) {
+      tasks.add(task);
+      if (running) {
+        return;
+      }
+      running = true;
+    }
+    pool.execute(this::drain);
+  }
+
+  private void drain() {
+    while (true) {
+      Runnable next;
+      synchronized (this) {
+        next = tasks.poll();
+        if (next == null) {
+          running = false;
+          return;
+        }
+      }
+      next.run();
+    }
+  }
+}
