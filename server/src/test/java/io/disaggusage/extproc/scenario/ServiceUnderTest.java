@@ -1,0 +1,127 @@
+package io.disaggusage.extproc.scenario;
+
+import com.google.protobuf.util.Durations;
+import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.extproc.ExtProcService;
+import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.store.MemoryContextUsageStore;
+import io.disaggusage.extproc.testing.envoy.EnvoyProfile;
+import io.disaggusage.extproc.testing.envoy.FakeEnvoy;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.MetadataOptions;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.HeaderSendMode;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The real ext_proc service behind a real gRPC transport, driven by the fake Envoy with the filter
+ * configuration the project ships (behaviour.md §6).
+ */
+final class ServiceUnderTest implements AutoCloseable {
+  static final String CONTEXT_CLUSTER = "context-pool";
+  static final String GENERATION_CLUSTER = "generation-pool";
+
+  /** Which gRPC transport carries the ext_proc stream. */
+  enum Transport {
+    IN_PROCESS,
+    NETTY_LOOPBACK
+  }
+
+  final Config config;
+  final Metrics metrics = Metrics.standalone();
+  final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+  final MemoryContextUsageStore store;
+  final FakeEnvoy envoy;
+  private final Server server;
+  private final ManagedChannel channel;
+
+  ServiceUnderTest(Config config, Transport transport, EnvoyProfile profile) throws Exception {
+    this.config = config;
+    this.store =
+        new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
+    ExtProcService service = new ExtProcService(config, store, metrics, timer);
+    if (transport == Transport.IN_PROCESS) {
+      String name = InProcessServerBuilder.generateName();
+      server = InProcessServerBuilder.forName(name).addService(service).build().start();
+      channel = InProcessChannelBuilder.forName(name).build();
+    } else {
+      server =
+          NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+              .addService(service)
+              .maxInboundMessageSize(config.grpc().maxInboundMessageBytes())
+              .build()
+              .start();
+      channel =
+          NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
+    }
+    envoy = FakeEnvoy.builder(channel).config(shippedFilterConfig(config)).profile(profile).build();
+  }
+
+  ServiceUnderTest(Config config) throws Exception {
+    this(config, Transport.IN_PROCESS, EnvoyProfile.V1_37);
+  }
+
+  /** Defaults plus the test clusters and a short context wait. */
+  static Config testConfig(Duration contextWait) {
+    Config d = Config.defaults();
+    return new Config(
+        d.grpc(),
+        d.admin(),
+        new Config.Classification(
+            List.of(CONTEXT_CLUSTER), List.of(GENERATION_CLUSTER), d.classification().paths(), true),
+        new Config.Ordering(contextWait, Config.Fallback.PASSTHROUGH),
+        d.store(),
+        d.metadata(),
+        d.limits());
+  }
+
+  static Config testConfig() {
+    return testConfig(Duration.ofMillis(1500));
+  }
+
+  /** The §6 baseline: headers SEND, bodies NONE, trailers SKIP, overrides allowed, fail open. */
+  static ExternalProcessor shippedFilterConfig(Config config) {
+    long maxMessageTimeout = config.ordering().contextWait().toMillis() + 1000;
+    return ExternalProcessor.newBuilder()
+        .setProcessingMode(
+            ProcessingMode.newBuilder()
+                .setRequestHeaderMode(HeaderSendMode.SEND)
+                .setResponseHeaderMode(HeaderSendMode.SEND)
+                .setRequestBodyMode(BodySendMode.NONE)
+                .setResponseBodyMode(BodySendMode.NONE)
+                .setRequestTrailerMode(HeaderSendMode.SKIP)
+                .setResponseTrailerMode(HeaderSendMode.SKIP))
+        .setAllowModeOverride(true)
+        .setFailureModeAllow(true)
+        .addRequestAttributes("xds.cluster_name")
+        .setMessageTimeout(Durations.fromMillis(200))
+        .setMaxMessageTimeout(Durations.fromMillis(maxMessageTimeout))
+        .setMetadataOptions(
+            MetadataOptions.newBuilder()
+                .setReceivingNamespaces(
+                    MetadataOptions.MetadataNamespaces.newBuilder()
+                        .addUntyped(config.metadata().namespace())))
+        .build();
+  }
+
+  @Override
+  public void close() throws Exception {
+    envoy.close();
+    channel.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
+    server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
+    store.close();
+    timer.shutdownNow();
+  }
+}
