@@ -1,0 +1,363 @@
+package io.disaggusage.extproc.scenario;
+
+import static io.disaggusage.extproc.scenario.Flows.assertClean;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.testing.envoy.Chunking;
+import io.disaggusage.extproc.testing.envoy.EnvoyProfile;
+import io.disaggusage.extproc.testing.envoy.EnvoyStats;
+import io.disaggusage.extproc.testing.envoy.Exchange;
+import io.disaggusage.extproc.testing.envoy.ExchangeHandle;
+import io.disaggusage.extproc.testing.envoy.ExchangeResult;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Everything that must reach the client untouched, and the failure paths: never rewritten, never
+ * delayed beyond what the contract allows, nothing leaked.
+ */
+class PassThroughScenarioTest {
+  static final String PATH = "/v1/chat/completions";
+  static final String GEN_BODY = Wire.chatCompletion("g", Wire.usage(50, 5, 50L));
+
+  static long responseBodyMessages(ExchangeResult r) {
+    return r.messagesSent().stream().filter(ProcessingRequest::hasResponseBody).count();
+  }
+
+  @Test
+  void unrelatedPathsGetOneMessageAndNothingMore() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      ExchangeResult health =
+          Flows.run(s.envoy, Exchange.builder().method("GET").path("/health").responseBody("ok"));
+      ExchangeResult embeddings =
+          Flows.run(s.envoy, Exchange.post("/v1/embeddings", "{\"input\":\"x\"}").responseBody("{\"data\":[]}"));
+      for (ExchangeResult r : List.of(health, embeddings)) {
+        assertClean(r);
+        assertThat(r.messagesSent()).hasSize(1);
+        assertThat(r.messagesSent().get(0).hasRequestHeaders()).isTrue();
+      }
+      assertThat(embeddings.clientResponse().bodyUtf8()).isEqualTo("{\"data\":[]}");
+      assertThat(embeddings.upstreamRequest().headers().get("accept-encoding")).isEmpty();
+      assertThat(s.metrics.exchangeCount(Phase.NONE, Outcome.NOT_DISAGGREGATED)).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void generationOnlyAndConditionalDisaggregationAreUntouched() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      // No disaggregated_params at all: the generation worker prefilled locally; its count is true.
+      ExchangeResult r =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, "{\"model\":\"m\",\"messages\":[]}")
+                  .requestHeader("x-request-id", "same")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(GEN_BODY)
+                  .responseContentLength());
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
+      assertThat(r.clientResponse().header("content-length")).contains(Integer.toString(GEN_BODY.length()));
+      assertThat(responseBodyMessages(r)).isZero();
+      assertThat(r.dynamicMetadata()).isEmpty();
+    }
+  }
+
+  @Test
+  void contextFirstMissIsDecidedAtHeadersWithOutcomeAndModelOnly() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      // TRTLLM_DISAGG_BENCHMARK_GEN_ONLY: generation_only with ctx_request_id 1 and no context call.
+      ExchangeResult r =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, "{\"model\":\"llama\",\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":1}}")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(GEN_BODY)
+                  .responseContentLength());
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
+      assertThat(responseBodyMessages(r)).isZero();
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("passthrough_no_context");
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:model)%")).isEqualTo("llama");
+      assertThat(r.dynamicMetadataValue("disagg_usage", "cached_tokens")).isEmpty();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT)).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void nonSuccessCompressedAndMalformedGenerationResponsesPassUnchanged() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      String gen = "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
+      String ctx = "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true}}";
+      for (String id : List.of("a", "b", "c")) {
+        Flows.run(
+            s.envoy,
+            Exchange.post(PATH, ctx)
+                .requestHeader("x-request-id", id)
+                .responseHeader("content-type", "application/json")
+                .responseBody(Wire.chatCompletion(id, Wire.usage(50, 1, 10L))));
+      }
+      ExchangeResult error =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, gen)
+                  .requestHeader("x-request-id", "a")
+                  .responseStatus(500)
+                  .responseHeader("content-type", "application/json")
+                  .responseBody("{\"error\":{\"message\":\"boom\",\"usage\":{\"prompt_tokens\":1}}}"));
+      byte[] gzipped = {0x1f, (byte) 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3};
+      ExchangeResult compressed =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, gen)
+                  .requestHeader("x-request-id", "b")
+                  .requestHeader("accept-encoding", "gzip, deflate")
+                  .responseHeader("content-type", "application/json")
+                  .responseHeader("content-encoding", "gzip")
+                  .responseBody(gzipped));
+      String broken = GEN_BODY.substring(0, GEN_BODY.length() - 3);
+      ExchangeResult malformed =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, gen)
+                  .requestHeader("x-request-id", "c")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(broken)
+                  .responseChunking(Chunking.fixed(10)));
+      for (ExchangeResult r : List.of(error, compressed, malformed)) {
+        assertClean(r);
+      }
+      assertThat(error.clientResponse().status()).isEqualTo(500);
+      assertThat(error.clientResponse().bodyUtf8()).contains("boom");
+      assertThat(responseBodyMessages(error)).isZero();
+      assertThat(compressed.clientResponse().body()).isEqualTo(gzipped);
+      assertThat(compressed.upstreamRequest().headers().get("accept-encoding")).isEmpty();
+      assertThat(responseBodyMessages(compressed)).isZero();
+      assertThat(malformed.clientResponse().bodyUtf8()).isEqualTo(broken);
+      assertThat(malformed.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("parse_error");
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.PARSE_ERROR)).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void alreadyCorrectResponsesComeOutByteIdentical() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      String fixed = Wire.chatCompletion("g", Wire.usage(101, 13, 7L));
+      Flows.run(
+          s.envoy,
+          Exchange.post(PATH, "{\"disaggregated_params\":{\"request_type\":\"context_only\",\"disagg_request_id\":5}}")
+              .responseHeader("content-type", "application/json")
+              .responseBody(Wire.trtContextResponse("5", "5", Wire.usage(101, 1, 7L))));
+      ExchangeResult r =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, "{\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":5}}")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(fixed)
+                  .responseChunking(Chunking.fixed(9)));
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(fixed);
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:corrected)%")).isEqualTo("false");
+    }
+  }
+
+  @Test
+  void contextWorkerFinishingAloneIsForwardedAndItsEntryExpires() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      String done = Wire.trtContextResponse("77", "77", Wire.usage(20, 1, 0L)).replace("\"length\"", "\"stop\"");
+      ExchangeResult r =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, "{\"disaggregated_params\":{\"request_type\":\"context_only\",\"disagg_request_id\":77}}")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(done)
+                  .responseContentLength());
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(done);
+      assertThat(r.clientResponse().header("content-length")).contains(Integer.toString(done.length()));
+      assertThat(s.store.size()).isEqualTo(1); // bounded by the store's TTL and size
+    }
+  }
+
+  @Test
+  void generationFirstDeadlinePassesTheWorkersUsageAndExtendsEnvoysTimer() throws Exception {
+    Config config = ServiceUnderTest.testConfig(Duration.ofMillis(400));
+    try (ServiceUnderTest s = new ServiceUnderTest(config)) {
+      String stream = Wire.chatStream(Wire.usage(40, 3, 40L), "a", "b");
+      long start = System.nanoTime();
+      ExchangeResult r =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, "{\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":404,\"schedule_style\":1}}")
+                  .responseHeader("content-type", "text/event-stream")
+                  .responseBody(stream)
+                  .responseChunking(Chunking.fixed(60))
+                  // replies return between chunks, so Envoy's timer runs for the last message
+                  .responseChunkDelay(Duration.ofMillis(20)));
+      long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(stream);
+      assertThat(elapsedMillis).isGreaterThanOrEqualTo(400);
+      assertThat(r.stats().get(EnvoyStats.OVERRIDE_MESSAGE_TIMEOUT_RECEIVED)).isGreaterThanOrEqualTo(1);
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("context_timeout");
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:cached_tokens)%")).isEqualTo("40");
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.CONTEXT_TIMEOUT)).isEqualTo(1);
+      assertThat(s.store.waiters()).isZero();
+    }
+  }
+
+  @Test
+  void contentBeforeTheUsageEventIsNotDelayedWhileWaiting() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig(Duration.ofSeconds(5)))) {
+      String content = Wire.chunk("Hel") + Wire.chunk("lo");
+      String stream = content + Wire.usageChunk(Wire.usage(40, 3, 40L)) + Wire.DONE;
+      ExchangeHandle gen =
+          s.envoy.start(
+              Exchange.post(PATH, "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}")
+                  .requestHeader("x-request-id", "w")
+                  .requestHeader("x-disagg-order", "concurrent")
+                  .responseHeader("content-type", "text/event-stream")
+                  .responseBody(stream)
+                  .responseChunking(Chunking.at(content.length()))
+                  .gateResponseBody()
+                  .build());
+      gen.awaitResponseHeadersForwarded();
+      gen.releaseResponseBody();
+      assertThat(gen.awaitClientBodyContaining("lo\"")).isEqualTo(content);
+      assertThat(gen.result()).isNotDone();
+      ExchangeResult ctx =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, "{\"kv_transfer_params\":{\"do_remote_decode\":true}}")
+                  .requestHeader("x-request-id", "w")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(Wire.chatCompletion("w", Wire.usage(40, 1, 8L))));
+      assertClean(ctx);
+      ExchangeResult g = gen.awaitResult();
+      assertClean(g);
+      assertThat(g.clientResponse().bodyUtf8()).isEqualTo(stream.replace("{\"cached_tokens\":40}", "{\"cached_tokens\":8}"));
+    }
+  }
+
+  @Test
+  void oversizeBodiesAndEventsPassThroughAndAreCounted() throws Exception {
+    Config d = ServiceUnderTest.testConfig();
+    Config small =
+        new Config(d.grpc(), d.admin(), d.classification(), d.ordering(), d.store(), d.metadata(),
+            new Config.Limits(200, 150, 64 * 1024, 256));
+    try (ServiceUnderTest s = new ServiceUnderTest(small)) {
+      String ctxReq = "{\"kv_transfer_params\":{\"do_remote_decode\":true}}";
+      String genReq = "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
+      for (String id : List.of("j", "e")) {
+        Flows.run(
+            s.envoy,
+            Exchange.post(PATH, ctxReq)
+                .requestHeader("x-request-id", id)
+                .responseHeader("content-type", "application/json")
+                .responseBody("{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}"));
+      }
+      ExchangeResult json =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, genReq)
+                  .requestHeader("x-request-id", "j")
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(GEN_BODY)
+                  .responseChunking(Chunking.fixed(50)));
+      String bigEvent = Wire.usageChunk(Wire.usage(9, 2, 9L));
+      ExchangeResult sse =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, genReq)
+                  .requestHeader("x-request-id", "e")
+                  .responseHeader("content-type", "text/event-stream")
+                  .responseBody(bigEvent + Wire.DONE)
+                  .responseChunking(Chunking.fixed(40)));
+      assertClean(json);
+      assertClean(sse);
+      assertThat(json.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
+      assertThat(sse.clientResponse().bodyUtf8()).isEqualTo(bigEvent + Wire.DONE);
+      assertThat(json.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("oversize");
+      assertThat(sse.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("oversize");
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.OVERSIZE)).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void duplicateEndOfStreamAndClientCancelLeaveNothingBehind() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      String ctxReq = "{\"kv_transfer_params\":{\"do_remote_decode\":true}}";
+      String genReq = "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
+      Flows.run(
+          s.envoy,
+          Exchange.post(PATH, ctxReq)
+              .requestHeader("x-request-id", "d")
+              .responseHeader("content-type", "application/json")
+              .responseBody(Wire.chatCompletion("d", Wire.usage(50, 1, 10L))));
+      String stream = Wire.chatStream(Wire.usage(50, 4, 50L), "x", "y");
+      ExchangeResult dup =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, genReq)
+                  .requestHeader("x-request-id", "d")
+                  .responseHeader("content-type", "text/event-stream")
+                  .responseBody(stream)
+                  .responseChunking(Chunking.fixed(30))
+                  .duplicateFinalBodyMessage());
+      assertClean(dup);
+      assertThat(dup.clientResponse().bodyUtf8()).isEqualTo(stream.replace("{\"cached_tokens\":50}", "{\"cached_tokens\":10}"));
+
+      ExchangeResult cancelled =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, genReq)
+                  .requestHeader("x-request-id", "never")
+                  .requestHeader("x-disagg-order", "concurrent")
+                  .responseHeader("content-type", "text/event-stream")
+                  .responseBody(stream)
+                  .responseChunking(Chunking.fixed(30))
+                  .downstreamResetAfterResponseChunks(4));
+      assertThat(cancelled.clientResponse().reset()).isTrue();
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while ((s.metrics.activeStreams() != 0 || s.store.waiters() != 0) && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertThat(s.metrics.activeStreams()).isZero();
+      assertThat(s.store.waiters()).isZero();
+    }
+  }
+
+  @Test
+  void overNettyLoopbackWithEveryEnvoyProfile() throws Exception {
+    for (EnvoyProfile profile : EnvoyProfile.values()) {
+      try (ServiceUnderTest s =
+          new ServiceUnderTest(ServiceUnderTest.testConfig(), ServiceUnderTest.Transport.NETTY_LOOPBACK, profile)) {
+        String stream = Wire.chatStream(Wire.usage(128, 5, 128L), "a", "b", "c");
+        ExchangeResult[] r =
+            Flows.generationFirst(
+                s.envoy,
+                Exchange.post(PATH, "{\"disaggregated_params\":{\"request_type\":\"context_only\",\"disagg_request_id\":9223372036854775807,\"schedule_style\":1}}")
+                    .responseHeader("content-type", "application/json")
+                    .responseBody(Wire.trtContextResponse("9223372036854775807", "9223372036854775807", Wire.usage(128, 1, 9L))),
+                Exchange.post(PATH, "{\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":9223372036854775807,\"schedule_style\":1}}")
+                    .responseHeader("content-type", "text/event-stream")
+                    .responseBody(stream)
+                    .responseChunking(Chunking.random(7, 30).withEmptyFinalChunk()));
+        assertClean(r[0]);
+        assertClean(r[1]);
+        assertThat(r[1].clientResponse().bodyUtf8()).as(profile.name())
+            .isEqualTo(stream.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}"));
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (s.metrics.activeStreams() != 0 && System.nanoTime() < deadline) {
+          Thread.sleep(5);
+        }
+        assertThat(s.metrics.activeStreams()).as("active streams after %s", profile).isZero();
+      }
+    }
+  }
+}
