@@ -5,8 +5,8 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageNames;
 
-/** Creates the body processor that fits a response: leg (context/generation) × shape (JSON/SSE). */
-public final class ProcessorFactory {
+/** The service's body processors, sized by the configured limits. */
+public final class ProcessorFactory implements ResponseProcessors {
   private final JsonFactory json;
   private final JsonUsageRewriter rewriter;
   private final Config.Limits limits;
@@ -17,12 +17,14 @@ public final class ProcessorFactory {
     this.limits = limits;
   }
 
+  @Override
   public ContextObserver context(boolean eventStream) {
     return eventStream
         ? new ContextSseObserver(json, limits.maxEventBytes())
         : new ContextJsonObserver(json, limits.maxBodyBytes());
   }
 
+  @Override
   public ResponseBodyProcessor generation(boolean eventStream, UsageNames names) {
     return eventStream
         ? new GenerationSseRewriter(rewriter, json, names, limits.maxEventBytes(), limits.maxBodyBytes())

@@ -3,7 +3,7 @@ package io.disaggusage.extproc.extproc;
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.classify.ExchangeClassifier;
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.exchange.ProcessorFactory;
+import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import java.util.concurrent.ScheduledExecutorService;
@@ -12,7 +12,7 @@ import java.util.concurrent.ScheduledExecutorService;
 record ExchangeServices(
     Config config,
     ExchangeClassifier classifier,
-    ProcessorFactory processors,
+    ResponseProcessors processors,
     JsonFactory json,
     ContextUsageStore store,
     Metrics metrics,

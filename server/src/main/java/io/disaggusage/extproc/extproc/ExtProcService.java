@@ -35,6 +35,11 @@ public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcesso
             timer);
   }
 
+  /** For tests that substitute parts of the core (e.g. a failing body processor). */
+  ExtProcService(ExchangeServices services) {
+    this.services = services;
+  }
+
   @Override
   public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
     return new ExchangeStream(services, responses);

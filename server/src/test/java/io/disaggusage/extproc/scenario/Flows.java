@@ -9,14 +9,14 @@ import io.disaggusage.extproc.testing.envoy.ExchangeResult;
 import io.disaggusage.extproc.testing.envoy.FakeEnvoy;
 
 /** The orchestrator's two calls through the fake Envoy, in the orders engines use (behaviour.md §4). */
-final class Flows {
+public final class Flows {
   private Flows() {}
 
   /**
    * One exchange whose bodies reach Envoy only after the headers were answered, so Envoy sends each
    * chunk as its own message (as with a real upstream that streams).
    */
-  static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
+  public static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
     ExchangeHandle h = envoy.start(exchange.gateRequestBody().gateResponseBody().build());
     h.awaitRequestHeadersForwarded();
     h.releaseRequestBody();
@@ -26,7 +26,7 @@ final class Flows {
   }
 
   /** Context-first: the context response has fully passed before the generation request starts. */
-  static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
+  public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
     ExchangeResult c = run(envoy, ctx);
     ExchangeResult g = run(envoy, gen);
     return new ExchangeResult[] {c, g};
@@ -36,7 +36,7 @@ final class Flows {
    * Generation-first: the generation response, usage event and end of stream included, reaches
    * Envoy before the context response body does.
    */
-  static ExchangeResult[] generationFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
+  public static ExchangeResult[] generationFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
     ExchangeHandle g = envoy.start(gen.gateRequestBody().gateResponseBody().build());
     g.awaitRequestHeadersForwarded();
     g.releaseRequestBody();
@@ -72,7 +72,7 @@ final class Flows {
   }
 
   /** What every exchange through the service must satisfy: the client never sees our failure. */
-  static void assertClean(ExchangeResult r) {
+  public static void assertClean(ExchangeResult r) {
     assertThat(r.clientResponse().reset()).as("downstream reset").isFalse();
     assertThat(r.clientResponse().localReply()).as("local reply").isEmpty();
     assertThat(r.contentLengthMismatch()).as("content-length mismatch").isFalse();

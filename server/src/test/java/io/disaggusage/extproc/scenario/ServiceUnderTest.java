@@ -12,6 +12,7 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.MetadataOptions;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.HeaderSendMode;
+import io.grpc.BindableService;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
 import io.grpc.inprocess.InProcessChannelBuilder;
@@ -29,29 +30,42 @@ import java.util.concurrent.TimeUnit;
  * The real ext_proc service behind a real gRPC transport, driven by the fake Envoy with the filter
  * configuration the project ships (behaviour.md §6).
  */
-final class ServiceUnderTest implements AutoCloseable {
-  static final String CONTEXT_CLUSTER = "context-pool";
-  static final String GENERATION_CLUSTER = "generation-pool";
+public final class ServiceUnderTest implements AutoCloseable {
+  public static final String CONTEXT_CLUSTER = "context-pool";
+  public static final String GENERATION_CLUSTER = "generation-pool";
+
+  /** Builds the gRPC service under test from the fixture's parts. */
+  @FunctionalInterface
+  public interface ServiceFactory {
+    BindableService create(
+        Config config, MemoryContextUsageStore store, Metrics metrics, ScheduledExecutorService timer);
+  }
 
   /** Which gRPC transport carries the ext_proc stream. */
-  enum Transport {
+  public enum Transport {
     IN_PROCESS,
     NETTY_LOOPBACK
   }
 
-  final Config config;
-  final Metrics metrics = Metrics.standalone();
-  final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
-  final MemoryContextUsageStore store;
-  final FakeEnvoy envoy;
+  public final Config config;
+  public final Metrics metrics = Metrics.standalone();
+  public final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+  public final MemoryContextUsageStore store;
+  public final FakeEnvoy envoy;
   private final Server server;
   private final ManagedChannel channel;
 
-  ServiceUnderTest(Config config, Transport transport, EnvoyProfile profile) throws Exception {
+  public ServiceUnderTest(Config config, Transport transport, EnvoyProfile profile) throws Exception {
+    this(config, transport, profile, ExtProcService::new);
+  }
+
+  public ServiceUnderTest(
+      Config config, Transport transport, EnvoyProfile profile, ServiceFactory factory)
+      throws Exception {
     this.config = config;
     this.store =
         new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
-    ExtProcService service = new ExtProcService(config, store, metrics, timer);
+    BindableService service = factory.create(config, store, metrics, timer);
     if (transport == Transport.IN_PROCESS) {
       String name = InProcessServerBuilder.generateName();
       server = InProcessServerBuilder.forName(name).addService(service).build().start();
@@ -69,12 +83,12 @@ final class ServiceUnderTest implements AutoCloseable {
     envoy = FakeEnvoy.builder(channel).config(shippedFilterConfig(config)).profile(profile).build();
   }
 
-  ServiceUnderTest(Config config) throws Exception {
+  public ServiceUnderTest(Config config) throws Exception {
     this(config, Transport.IN_PROCESS, EnvoyProfile.V1_37);
   }
 
   /** Defaults plus the test clusters and a short context wait. */
-  static Config testConfig(Duration contextWait) {
+  public static Config testConfig(Duration contextWait) {
     Config d = Config.defaults();
     return new Config(
         d.grpc(),
@@ -87,12 +101,12 @@ final class ServiceUnderTest implements AutoCloseable {
         d.limits());
   }
 
-  static Config testConfig() {
+  public static Config testConfig() {
     return testConfig(Duration.ofMillis(1500));
   }
 
   /** The §6 baseline: headers SEND, bodies NONE, trailers SKIP, overrides allowed, fail open. */
-  static ExternalProcessor shippedFilterConfig(Config config) {
+  public static ExternalProcessor shippedFilterConfig(Config config) {
     long maxMessageTimeout = config.ordering().contextWait().toMillis() + 1000;
     return ExternalProcessor.newBuilder()
         .setProcessingMode(
