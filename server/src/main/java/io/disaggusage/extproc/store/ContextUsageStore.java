@@ -41,6 +41,14 @@ public interface ContextUsageStore extends AutoCloseable {
   /** Waiters currently registered; for leak checks in tests and metrics. */
   int waiters();
 
+  /**
+   * True while the store can take puts and lookups; {@code /readyz} answers 503 otherwise. A store backed
+   * by a remote service reports its connection state here; the in-process store is always ready.
+   */
+  default boolean isReady() {
+    return true;
+  }
+
   @Override
   void close();
 }

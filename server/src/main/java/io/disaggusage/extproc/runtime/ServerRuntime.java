@@ -1,0 +1,329 @@
+package io.disaggusage.extproc.runtime;
+
+import io.disaggusage.extproc.Version;
+import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.extproc.ExtProcService;
+import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.store.ContextUsageStore;
+import io.disaggusage.extproc.store.MemoryContextUsageStore;
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.grpc.Server;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running service: owns the timer, the context usage store, the gRPC server (ext_proc,
+ * grpc.health.v1, reflection) and the HTTP admin server, and starts and stops them in order.
+ *
+ * <p>Start order: timer, store, {@link ExtProcService}, gRPC server (health SERVING once it listens),
+ * admin server. {@link #close()} reverses it: health NOT_SERVING and readiness 503, stop accepting
+ * streams, let in-flight streams finish for up to {@link #SHUTDOWN_GRACE} then cancel them, stop the
+ * admin server, close the store, stop the timer. {@code close()} is idempotent and safe to call from a
+ * shutdown hook and another thread at once.
+ */
+public final class ServerRuntime implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ServerRuntime.class);
+
+  /** How long {@link #close()} lets in-flight ext_proc streams finish before cancelling them. */
+  public static final Duration SHUTDOWN_GRACE = Duration.ofSeconds(5);
+
+  /** Name of the single daemon thread that runs every deadline (store waits, ext_proc timers). */
+  public static final String TIMER_THREAD_NAME = "disagg-usage-timer";
+
+  /** The gRPC health service names reported SERVING while the server runs. */
+  public static final String EXT_PROC_SERVICE_NAME = ExternalProcessorGrpc.SERVICE_NAME;
+
+  private final Config config;
+  private final Metrics metrics;
+  private final AtomicBoolean closing = new AtomicBoolean();
+  private final CountDownLatch terminated = new CountDownLatch(1);
+
+  private ScheduledExecutorService timer;
+  private ContextUsageStore store;
+  private HealthStatusManager health;
+  private Server grpcServer;
+  private AdminServer adminServer;
+  private volatile boolean serving;
+  private Duration startupTime = Duration.ZERO;
+
+  private ServerRuntime(Config config, Metrics metrics) {
+    this.config = config;
+    this.metrics = metrics;
+  }
+
+  /** Starts the service with a fresh metrics registry (service metrics plus JVM metrics). */
+  public static ServerRuntime start(Config config) throws StartupException {
+    return start(config, new Metrics(new PrometheusRegistry()));
+  }
+
+  /**
+   * Starts the service, exposing {@code metrics} on {@code /metrics}. The runtime adds the store-size gauge
+   * and the JVM metrics to {@code metrics.registry()}, so use one {@link Metrics} per runtime.
+   *
+   * @throws StartupException when a port cannot be bound or the configured store is unavailable; anything
+   *     already started has been stopped again
+   */
+  public static ServerRuntime start(Config config, Metrics metrics) throws StartupException {
+    ServerRuntime runtime = new ServerRuntime(config, metrics);
+    try {
+      runtime.startAll();
+    } catch (StartupException | RuntimeException e) {
+      runtime.closeQuietly();
+      throw e;
+    }
+    return runtime;
+  }
+
+  private void startAll() throws StartupException {
+    long begin = System.nanoTime();
+    timer = newTimer();
+    store = openStore(config.store(), timer);
+    metrics.registerStoreSize(store::size);
+    log.debug("store {} open after {} ms", config.store().type(), millisSince(begin));
+    JvmMetrics.builder().register(metrics.registry());
+    log.debug("JVM metrics registered after {} ms", millisSince(begin));
+
+    health = new HealthStatusManager();
+    health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
+    health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
+    ExtProcService extProc = new ExtProcService(config, store, metrics, timer);
+    int grpcPort = config.grpc().port();
+    grpcServer =
+        NettyServerBuilder.forAddress(new InetSocketAddress(grpcPort))
+            .maxInboundMessageSize(config.grpc().maxInboundMessageBytes())
+            .addService(extProc)
+            .addService(health.getHealthService())
+            .addService(ProtoReflectionServiceV1.newInstance())
+            .build();
+    try {
+      grpcServer.start();
+    } catch (IOException e) {
+      throw new StartupException("grpc.port " + grpcPort + ": cannot listen: " + bindProblem(e), e);
+    }
+    serving = true;
+    health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.SERVING);
+    health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.SERVING);
+    log.debug("gRPC server listening after {} ms", millisSince(begin));
+
+    int adminPort = config.admin().port();
+    try {
+      adminServer = AdminServer.start(adminPort, metrics.registry(), this::notReadyReason);
+    } catch (IOException e) {
+      throw new StartupException("admin.port " + adminPort + ": cannot listen: " + bindProblem(e), e);
+    }
+    startupTime = Duration.ofNanos(System.nanoTime() - begin);
+    log.info(
+        "disagg-usage-extproc {} started in {} ms (JVM uptime {} ms): grpc port {}, admin port {}, store {}",
+        Version.current(),
+        startupTime.toMillis(),
+        ManagementFactory.getRuntimeMXBean().getUptime(),
+        grpcPort(),
+        adminPort(),
+        config.store().type().name().toLowerCase(Locale.ROOT));
+  }
+
+  /**
+   * The store named by {@code store.type}. This is the one place a new store implementation is wired in.
+   */
+  private static ContextUsageStore openStore(Config.Store store, ScheduledExecutorService timer)
+      throws StartupException {
+    return switch (store.type()) {
+      case MEMORY -> new MemoryContextUsageStore(store.ttl(), store.maxEntries(), timer);
+      case REDIS -> throw new StartupException("store.type: redis is not available in this build");
+    };
+  }
+
+  /** A single-thread scheduler on a daemon thread named {@value #TIMER_THREAD_NAME}. */
+  static ScheduledExecutorService newTimer() {
+    ScheduledThreadPoolExecutor timer =
+        new ScheduledThreadPoolExecutor(
+            1,
+            runnable -> {
+              Thread thread = new Thread(runnable, TIMER_THREAD_NAME);
+              thread.setDaemon(true);
+              return thread;
+            });
+    // Deadlines are mostly cancelled (the context usage arrives first): drop them at once.
+    timer.setRemoveOnCancelPolicy(true);
+    return timer;
+  }
+
+  /** The configuration this runtime runs with. */
+  public Config config() {
+    return config;
+  }
+
+  /** The metrics exposed on {@code /metrics}. */
+  public Metrics metrics() {
+    return metrics;
+  }
+
+  /** The context usage store handed to the ext_proc service. */
+  public ContextUsageStore store() {
+    return store;
+  }
+
+  /** The timer handed to the store and the ext_proc service. */
+  public ScheduledExecutorService timer() {
+    return timer;
+  }
+
+  /** The port the gRPC server listens on (the chosen one when {@code grpc.port} is 0). */
+  public int grpcPort() {
+    return grpcServer.getPort();
+  }
+
+  /** The port the admin server listens on (the chosen one when {@code admin.port} is 0). */
+  public int adminPort() {
+    return adminServer.port();
+  }
+
+  /** Time {@link #start} took, from creating the timer to the admin server listening. */
+  public Duration startupTime() {
+    return startupTime;
+  }
+
+  /** What {@code /readyz} answers: true while the gRPC server serves and the store is ready. */
+  public boolean isReady() {
+    return notReadyReason().isEmpty();
+  }
+
+  private Optional<String> notReadyReason() {
+    if (!serving) {
+      return Optional.of(closing.get() ? "shutting down" : "grpc server not serving");
+    }
+    if (store == null || !store.isReady()) {
+      return Optional.of("context usage store not ready");
+    }
+    return Optional.empty();
+  }
+
+  /** Blocks until {@link #close()} has finished (called by this or any other thread). */
+  public void awaitTermination() throws InterruptedException {
+    terminated.await();
+  }
+
+  /** Like {@link #awaitTermination()} with a limit; true when terminated. */
+  public boolean awaitTermination(Duration timeout) throws InterruptedException {
+    return terminated.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+  }
+
+  /** True once {@link #close()} has finished. */
+  public boolean isTerminated() {
+    return terminated.getCount() == 0;
+  }
+
+  /**
+   * Stops everything, in order; waits up to {@link #SHUTDOWN_GRACE} for in-flight ext_proc streams. A
+   * second caller waits for the first one to finish.
+   */
+  @Override
+  public void close() {
+    if (!closing.compareAndSet(false, true)) {
+      awaitTerminationUninterruptibly();
+      return;
+    }
+    long begin = System.nanoTime();
+    log.info("stopping: health NOT_SERVING, draining gRPC streams for up to {} s", SHUTDOWN_GRACE.toSeconds());
+    try {
+      stopAll();
+    } finally {
+      terminated.countDown();
+    }
+    log.info("stopped in {} ms", millisSince(begin));
+  }
+
+  private void closeQuietly() {
+    closing.set(true);
+    try {
+      stopAll();
+    } finally {
+      terminated.countDown();
+    }
+  }
+
+  private void stopAll() {
+    serving = false;
+    if (health != null) {
+      health.enterTerminalState();
+    }
+    if (grpcServer != null) {
+      grpcServer.shutdown();
+      try {
+        if (!grpcServer.awaitTermination(SHUTDOWN_GRACE.toNanos(), TimeUnit.NANOSECONDS)) {
+          log.warn("gRPC streams still open after {} s; cancelling them", SHUTDOWN_GRACE.toSeconds());
+          grpcServer.shutdownNow();
+          grpcServer.awaitTermination(1, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        grpcServer.shutdownNow();
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (adminServer != null) {
+      adminServer.close();
+    }
+    if (store != null) {
+      try {
+        store.close();
+      } catch (RuntimeException e) {
+        log.warn("closing the context usage store failed: {}", e.toString());
+      }
+    }
+    if (timer != null) {
+      timer.shutdownNow();
+    }
+  }
+
+  private void awaitTerminationUninterruptibly() {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        terminated.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** The OS's reason, e.g. "Address already in use", from a bind failure however the transport wraps it. */
+  private static String bindProblem(IOException e) {
+    Throwable root = e;
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof BindException && t.getMessage() != null) {
+        return t.getMessage();
+      }
+      root = t;
+    }
+    String message = root.getMessage() != null ? root.getMessage() : root.toString();
+    // Netty's native transport: "bind(..) failed with error(-98): Address already in use"
+    int colon = message.lastIndexOf(": ");
+    return colon >= 0 && root != e ? message.substring(colon + 2) : message;
+  }
+
+  private static long millisSince(long nanoTime) {
+    return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - nanoTime);
+  }
+}

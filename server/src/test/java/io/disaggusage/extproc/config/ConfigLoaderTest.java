@@ -1,0 +1,489 @@
+package io.disaggusage.extproc.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.params.provider.Arguments.arguments;
+
+import io.disaggusage.extproc.config.ConfigLoader.Setting;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class ConfigLoaderTest {
+
+  @TempDir Path dir;
+
+  private static final String FULL_YAML =
+      """
+      grpc:
+        port: 19002
+        max_inbound_message_bytes: 8MiB
+      admin:
+        port: 19090
+      classification:
+        context_clusters: [prefill-a, prefill-b]
+        generation_clusters:
+          - decode-a
+        paths: [/v1/chat/completions]
+        strip_accept_encoding: false
+      ordering:
+        context_wait: 750ms
+        fallback: PassThrough
+      store:
+        type: memory
+        ttl: 2m
+        redis_uri: rediss://user:secret@redis.example:6380/2
+        max_entries: 5000
+      metadata:
+        namespace: usage.fix-1
+      limits:
+        max_body_bytes: 1048576
+        max_event_bytes: 256KiB
+        max_usage_bytes: 4KiB
+        max_key_bytes: 128
+      """;
+
+  private Path write(String name, String text) throws IOException {
+    Path file = dir.resolve(name);
+    Files.writeString(file, text);
+    return file;
+  }
+
+  private static ConfigException failure(ThrowingLoad load) {
+    try {
+      load.run();
+    } catch (ConfigException e) {
+      return e;
+    }
+    throw new AssertionError("expected a ConfigException");
+  }
+
+  private interface ThrowingLoad {
+    void run() throws ConfigException;
+  }
+
+  @Test
+  void noFileNoEnvironmentGivesTheDefaults() throws Exception {
+    assertThat(ConfigLoader.load(null, Map.of())).isEqualTo(Config.defaults());
+  }
+
+  @Test
+  void theBehaviourDocSampleIsExactlyTheDefaults() throws Exception {
+    String sample =
+        """
+        grpc:
+          port: 9002                 # ext_proc + grpc.health.v1; --grpc-port
+        admin:
+          port: 9090                 # /metrics /healthz /readyz; --admin-port
+        classification:
+          context_clusters: []
+          generation_clusters: []
+        ordering:
+          context_wait: 2s
+        store:
+          type: memory               # memory | redis
+          ttl: 60s
+          redis_uri: redis://127.0.0.1:6379
+        metadata:
+          namespace: disagg_usage
+        """;
+    assertThat(ConfigLoader.fromYaml(sample)).isEqualTo(Config.defaults());
+  }
+
+  @Test
+  void fullFileSetsEveryKey() throws Exception {
+    Config config = ConfigLoader.load(write("full.yaml", FULL_YAML), Map.of());
+
+    assertThat(config.grpc()).isEqualTo(new Config.Grpc(19002, 8 * 1024 * 1024));
+    assertThat(config.admin()).isEqualTo(new Config.Admin(19090));
+    assertThat(config.classification())
+        .isEqualTo(
+            new Config.Classification(
+                List.of("prefill-a", "prefill-b"), List.of("decode-a"), List.of("/v1/chat/completions"), false));
+    assertThat(config.ordering())
+        .isEqualTo(new Config.Ordering(Duration.ofMillis(750), Config.Fallback.PASSTHROUGH));
+    assertThat(config.store())
+        .isEqualTo(
+            new Config.Store(
+                Config.StoreType.MEMORY,
+                Duration.ofMinutes(2),
+                "rediss://user:secret@redis.example:6380/2",
+                5000));
+    assertThat(config.metadata().namespace()).isEqualTo("usage.fix-1");
+    assertThat(config.limits()).isEqualTo(new Config.Limits(1024 * 1024, 256 * 1024, 4096, 128));
+  }
+
+  @Test
+  void emptyFileAndEmptySectionsKeepDefaults() throws Exception {
+    assertThat(ConfigLoader.load(write("empty.yaml", ""), Map.of())).isEqualTo(Config.defaults());
+    assertThat(ConfigLoader.fromYaml("grpc:\nstore: {}\n# nothing else\n")).isEqualTo(Config.defaults());
+  }
+
+  @Test
+  void environmentOverridesTheFile() throws Exception {
+    Path file = write("c.yaml", "grpc:\n  port: 1000\nordering:\n  context_wait: 1s\n");
+    Map<String, String> env =
+        Map.of(
+            "DISAGG_USAGE_GRPC_PORT", "2000",
+            "DISAGG_USAGE_CLASSIFICATION_CONTEXT_CLUSTERS", "a, b,,c ",
+            "DISAGG_USAGE_STORE_TYPE", "MEMORY",
+            "DISAGG_USAGE_LIMITS_MAX_BODY_BYTES", "2MiB",
+            "DISAGG_USAGE_CLASSIFICATION_STRIP_ACCEPT_ENCODING", "FALSE",
+            "HOME", "/home/app",
+            "PATH", "/usr/bin");
+
+    Config config = ConfigLoader.load(file, env);
+
+    assertThat(config.grpc().port()).isEqualTo(2000);
+    assertThat(config.ordering().contextWait()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(config.classification().contextClusters()).containsExactly("a", "b", "c");
+    assertThat(config.classification().stripAcceptEncoding()).isFalse();
+    assertThat(config.limits().maxBodyBytes()).isEqualTo(2 * 1024 * 1024);
+  }
+
+  @Test
+  void emptyListVariableClearsTheList() throws Exception {
+    Config config = ConfigLoader.load(null, Map.of("DISAGG_USAGE_CLASSIFICATION_PATHS", ""));
+    assertThat(config.classification().paths()).isEmpty();
+  }
+
+  @Test
+  void commandLineSettingsBeatEnvironmentAndFile() throws Exception {
+    Path file = write("c.yaml", "grpc:\n  port: 1000\nadmin:\n  port: 1001\n");
+    Map<String, String> env = Map.of("DISAGG_USAGE_GRPC_PORT", "2000", "DISAGG_USAGE_ADMIN_PORT", "2001");
+
+    Config config =
+        ConfigLoader.load(
+            file,
+            env,
+            List.of(
+                new Setting("grpc.port", "3000", "--grpc-port"),
+                new Setting("metadata.namespace", "flagged", "--set metadata.namespace")));
+
+    assertThat(config.grpc().port()).isEqualTo(3000);
+    assertThat(config.admin().port()).isEqualTo(2001);
+    assertThat(config.metadata().namespace()).isEqualTo("flagged");
+  }
+
+  @Test
+  void everyKeyIsSettableByItsEnvironmentVariable() throws Exception {
+    List<ConfigLoader.KeyInfo> keys = ConfigLoader.describeKeys();
+    assertThat(keys).hasSize(18);
+    assertThat(keys.stream().map(ConfigLoader.KeyInfo::envName).distinct()).hasSize(keys.size());
+    assertThat(ConfigLoader.envName("ordering.context_wait")).isEqualTo("DISAGG_USAGE_ORDERING_CONTEXT_WAIT");
+    assertThat(ConfigLoader.envName("grpc.max_inbound_message_bytes"))
+        .isEqualTo("DISAGG_USAGE_GRPC_MAX_INBOUND_MESSAGE_BYTES");
+
+    // The formatted defaults, fed back through the environment, reproduce the defaults.
+    Map<String, String> env = new HashMap<>();
+    for (ConfigLoader.KeyInfo key : keys) {
+      String value = key.defaultValue();
+      if (value.startsWith("[")) {
+        value = value.substring(1, value.length() - 1);
+      }
+      env.put(key.envName(), value);
+    }
+    assertThat(ConfigLoader.load(null, env)).isEqualTo(Config.defaults());
+
+    // And each one really takes effect: a different value for every key changes the config.
+    Map<String, String> changed = new LinkedHashMap<>();
+    changed.put("grpc.port", "1");
+    changed.put("grpc.max_inbound_message_bytes", "1KiB");
+    changed.put("admin.port", "2");
+    changed.put("classification.context_clusters", "ctx");
+    changed.put("classification.generation_clusters", "gen");
+    changed.put("classification.paths", "/x");
+    changed.put("classification.strip_accept_encoding", "false");
+    changed.put("ordering.context_wait", "3s");
+    changed.put("ordering.fallback", "passthrough");
+    changed.put("store.type", "memory");
+    changed.put("store.ttl", "1h");
+    changed.put("store.redis_uri", "redis://other:1");
+    changed.put("store.max_entries", "7");
+    changed.put("metadata.namespace", "ns");
+    changed.put("limits.max_body_bytes", "11");
+    changed.put("limits.max_event_bytes", "12");
+    changed.put("limits.max_usage_bytes", "13");
+    changed.put("limits.max_key_bytes", "14");
+    assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
+    Map<String, String> changedEnv = new HashMap<>();
+    changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
+    Config config = ConfigLoader.load(null, changedEnv);
+    assertThat(config)
+        .isEqualTo(
+            new Config(
+                new Config.Grpc(1, 1024),
+                new Config.Admin(2),
+                new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false),
+                new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
+                new Config.Store(Config.StoreType.MEMORY, Duration.ofHours(1), "redis://other:1", 7),
+                new Config.Metadata("ns"),
+                new Config.Limits(11, 12, 13, 14)));
+  }
+
+  @Test
+  void reservedAndKubernetesServiceVariablesAreNotConfigKeys() throws Exception {
+    Map<String, String> env =
+        Map.of(
+            "DISAGG_USAGE_CONFIG", "/etc/disagg/config.yaml",
+            "DISAGG_USAGE_LOG_LEVEL", "debug",
+            "DISAGG_USAGE_SERVICE_HOST", "10.0.0.7",
+            "DISAGG_USAGE_SERVICE_PORT", "9002",
+            "DISAGG_USAGE_SERVICE_PORT_GRPC", "9002",
+            "DISAGG_USAGE_PORT", "tcp://10.0.0.7:9002",
+            "DISAGG_USAGE_PORT_9002_TCP", "tcp://10.0.0.7:9002",
+            "DISAGG_USAGE_PORT_9002_TCP_ADDR", "10.0.0.7");
+    assertThat(ConfigLoader.load(null, env)).isEqualTo(Config.defaults());
+  }
+
+  @Test
+  void unknownEnvironmentVariableIsNamed() {
+    ConfigException e =
+        failure(() -> ConfigLoader.load(null, Map.of("DISAGG_USAGE_NOPE", "1", "DISAGG_USAGE_GRPC_PORT", "1")));
+    assertThat(e.problems()).hasSize(1);
+    assertThat(e.getMessage()).startsWith("config error: unknown key DISAGG_USAGE_NOPE");
+  }
+
+  @Test
+  void misspelledEnvironmentVariableGetsASuggestion() {
+    ConfigException e = failure(() -> ConfigLoader.load(null, Map.of("DISAGG_USAGE_STORE_TLL", "5m")));
+    assertThat(e.getMessage())
+        .startsWith("config error: unknown key DISAGG_USAGE_STORE_TLL (did you mean DISAGG_USAGE_STORE_TTL?)");
+  }
+
+  @Test
+  void unknownKeysInTheFileAreNamedWithTheirFullPath() throws Exception {
+    Path file = write("typo.yaml", "store:\n  tll: 5m\nstroe:\n  ttl: 5m\nextra: 1\n");
+    ConfigException e = failure(() -> ConfigLoader.load(file, Map.of()));
+    assertThat(e.problems())
+        .containsExactly(
+            "unknown key store.tll (did you mean store.ttl?) (in " + file + ")",
+            "unknown key stroe (did you mean store?) (in " + file + ")",
+            "unknown key extra (in " + file + ")");
+    assertThat(e.getMessage()).startsWith("config error: unknown key store.tll");
+  }
+
+  @Test
+  void unknownCommandLineKeyIsNamed() {
+    ConfigException e =
+        failure(() -> ConfigLoader.load(null, Map.of(), List.of(new Setting("grpc.prot", "1", "--set grpc.prot"))));
+    assertThat(e.getMessage())
+        .isEqualTo("config error: unknown key grpc.prot (did you mean grpc.port?) (from --set grpc.prot)");
+  }
+
+  static Stream<Arguments> invalidValues() {
+    return Stream.of(
+        arguments(Map.of("grpc.port", "70000"), "grpc.port: must be between 0 and 65535"),
+        arguments(Map.of("grpc.port", "-1"), "grpc.port: must be between 0 and 65535"),
+        arguments(Map.of("admin.port", "http"), "admin.port: invalid integer \"http\""),
+        arguments(Map.of("admin.port", "99999999999"), "admin.port: 99999999999 is out of range"),
+        arguments(Map.of("grpc.port", "9100", "admin.port", "9100"), "admin.port: must differ from grpc.port"),
+        arguments(Map.of("grpc.max_inbound_message_bytes", "0"), "grpc.max_inbound_message_bytes: must be positive"),
+        arguments(Map.of("limits.max_body_bytes", "0"), "limits.max_body_bytes: must be positive"),
+        arguments(Map.of("limits.max_event_bytes", "0KiB"), "limits.max_event_bytes: must be positive"),
+        arguments(Map.of("limits.max_usage_bytes", "0"), "limits.max_usage_bytes: must be positive"),
+        arguments(Map.of("limits.max_key_bytes", "0"), "limits.max_key_bytes: must be positive"),
+        arguments(Map.of("limits.max_body_bytes", "16MB"), "limits.max_body_bytes: invalid size \"16MB\""),
+        arguments(Map.of("limits.max_body_bytes", "4GiB"), "limits.max_body_bytes: 4GiB is out of range"),
+        arguments(Map.of("store.max_entries", "0"), "store.max_entries: must be positive"),
+        arguments(Map.of("store.max_entries", "lots"), "store.max_entries: invalid integer \"lots\""),
+        arguments(Map.of("ordering.context_wait", "2 seconds"), "ordering.context_wait: invalid duration \"2 seconds\""),
+        arguments(Map.of("ordering.context_wait", "0s"), "ordering.context_wait: must be positive"),
+        arguments(Map.of("ordering.context_wait", "PT-1S"), "ordering.context_wait: must be positive"),
+        arguments(
+            Map.of("ordering.context_wait", "61m", "store.ttl", "2h"), "ordering.context_wait: must be at most 1h"),
+        arguments(Map.of("ordering.fallback", "drop"), "ordering.fallback: invalid value \"drop\"; expected one of: passthrough"),
+        arguments(Map.of("store.type", "mysql"), "store.type: invalid value \"mysql\"; expected one of: memory, redis"),
+        arguments(Map.of("store.ttl", "2s"), "store.ttl: must be longer than ordering.context_wait (2s), got 2s"),
+        arguments(Map.of("store.ttl", "forever"), "store.ttl: invalid duration \"forever\""),
+        arguments(Map.of("metadata.namespace", ""), "metadata.namespace: must not be empty"),
+        arguments(Map.of("metadata.namespace", "disagg usage"), "metadata.namespace: \"disagg usage\" must match"),
+        arguments(Map.of("classification.paths", "/v1/chat/completions,v1/completions"),
+            "classification.paths: \"v1/completions\" must start with /"),
+        arguments(Map.of("classification.paths", "/v1/completions?stream=1"),
+            "classification.paths: \"/v1/completions?stream=1\" must be a plain path"),
+        arguments(Map.of("classification.strip_accept_encoding", "yes"),
+            "classification.strip_accept_encoding: invalid boolean \"yes\""),
+        arguments(
+            Map.of("classification.context_clusters", "prefill,shared", "classification.generation_clusters", "decode,shared"),
+            "classification.generation_clusters: \"shared\" is also listed in classification.context_clusters"),
+        arguments(Map.of("store.type", "redis", "store.redis_uri", "http://redis:6379"),
+            "store.redis_uri: \"http://redis:6379\" must be a redis://"),
+        arguments(Map.of("store.type", "redis", "store.redis_uri", "redis://"), "store.redis_uri: invalid URI \"redis://\""),
+        arguments(Map.of("store.type", "redis", "store.redis_uri", "redis:///0"), "store.redis_uri: \"redis:///0\" has no host"));
+  }
+
+  @ParameterizedTest
+  @MethodSource("invalidValues")
+  void invalidEnvironmentValueNamesItsKeyAndVariable(Map<String, String> values, String expected) {
+    Map<String, String> env = new HashMap<>();
+    values.forEach((key, value) -> env.put(ConfigLoader.envName(key), value));
+    ConfigException e = failure(() -> ConfigLoader.load(null, env));
+
+    String key = expected.substring(0, expected.indexOf(':'));
+    assertThat(e.getMessage()).contains("config error: " + expected);
+    assertThat(e.problems())
+        .filteredOn(p -> p.startsWith(key + ":"))
+        .singleElement()
+        .satisfies(p -> assertThat(p).endsWith("(from " + ConfigLoader.envName(key) + ")"));
+  }
+
+  @ParameterizedTest
+  @MethodSource("invalidValues")
+  void invalidFileValueNamesItsKeyAndFile(Map<String, String> values, String expected) throws Exception {
+    StringBuilder yaml = new StringBuilder();
+    Map<String, Map<String, String>> sections = new LinkedHashMap<>();
+    values.forEach(
+        (key, value) ->
+            sections
+                .computeIfAbsent(key.substring(0, key.indexOf('.')), s -> new LinkedHashMap<>())
+                .put(key.substring(key.indexOf('.') + 1), value));
+    sections.forEach(
+        (section, fields) -> {
+          yaml.append(section).append(":\n");
+          fields.forEach(
+              (field, value) -> {
+                String yamlValue =
+                    field.endsWith("clusters") || field.equals("paths")
+                        ? Arrays.stream(value.split(","))
+                            .map(item -> "\"" + item + "\"")
+                            .collect(Collectors.joining(", ", "[", "]"))
+                        : "\"" + value + "\"";
+                yaml.append("  ").append(field).append(": ").append(yamlValue).append('\n');
+              });
+        });
+    Path file = write("invalid.yaml", yaml.toString());
+
+    ConfigException e = failure(() -> ConfigLoader.load(file, Map.of()));
+
+    assertThat(e.getMessage()).contains("config error: " + expected);
+    String key = expected.substring(0, expected.indexOf(':'));
+    assertThat(e.problems())
+        .filteredOn(p -> p.startsWith(key + ":"))
+        .singleElement()
+        .satisfies(p -> assertThat(p).endsWith("(in " + file + ")"));
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      textBlock =
+          """
+          grpc:\\n  port: true                     | grpc.port: expected an integer, got true
+          grpc:\\n  port: 1.5                      | grpc.port: expected an integer, got 1.5
+          grpc:\\n  port: [1]                      | grpc.port: expected an integer, got a list
+          ordering:\\n  context_wait: 2            | ordering.context_wait: invalid duration 2 (a unit is required)
+          classification:\\n  paths: /v1/x         | classification.paths: expected a list of strings, got "/v1/x"
+          classification:\\n  paths: [{a: 1}]     | classification.paths: expected a list of strings, item 1 is a mapping
+          classification:\\n  strip_accept_encoding: 1 | classification.strip_accept_encoding: expected true or false, got 1
+          store:\\n  type: {name: redis}           | store.type: expected one of: memory, redis, got a mapping
+          metadata:\\n  namespace: [a]             | metadata.namespace: expected a string, got a list
+          grpc: 9002                               | grpc: expected a mapping, got 9002
+          - grpc                                   | the top level must be a mapping of sections
+          grpc:\\n  port: 1\\n  port: 2            | invalid YAML at line 3: Duplicate field
+          grpc: [unclosed                          | invalid YAML at line
+          """)
+  void wrongTypesInTheFileNameTheirKey(String yaml, String expected) {
+    ConfigException e = failure(() -> ConfigLoader.fromYaml(yaml.replace("\\n", "\n")));
+    assertThat(e.getMessage()).startsWith("config error: " + expected);
+  }
+
+  @Test
+  void allProblemsAreReportedTogether() {
+    Map<String, String> env =
+        Map.of(
+            "DISAGG_USAGE_GRPC_PORT", "70000",
+            "DISAGG_USAGE_ORDERING_CONTEXT_WAIT", "soon",
+            "DISAGG_USAGE_METADATA_NAMESPACE", "a b",
+            "DISAGG_USAGE_NOPE", "1");
+    ConfigException e = failure(() -> ConfigLoader.load(null, env));
+    assertThat(e.problems())
+        .hasSize(4)
+        .anySatisfy(p -> assertThat(p).startsWith("grpc.port: must be between 0 and 65535"))
+        .anySatisfy(p -> assertThat(p).startsWith("ordering.context_wait: invalid duration \"soon\""))
+        .anySatisfy(p -> assertThat(p).startsWith("metadata.namespace: \"a b\" must match"))
+        .anySatisfy(p -> assertThat(p).startsWith("unknown key DISAGG_USAGE_NOPE"));
+    assertThat(e.getMessage().lines()).hasSize(4).allMatch(line -> line.startsWith("config error: "));
+  }
+
+  @Test
+  void laterValidLayerRepairsAnEarlierInvalidOne() throws Exception {
+    Path file = write("c.yaml", "ordering:\n  context_wait: 2 seconds\n");
+    ConfigException e = failure(() -> ConfigLoader.load(file, Map.of()));
+    assertThat(e.getMessage()).contains("ordering.context_wait: invalid duration \"2 seconds\"");
+
+    // The file's error is still reported even when the environment sets the key again.
+    ConfigException again =
+        failure(() -> ConfigLoader.load(file, Map.of("DISAGG_USAGE_ORDERING_CONTEXT_WAIT", "3s")));
+    assertThat(again.problems()).singleElement().asString().contains("(in " + file + ")");
+  }
+
+  @Test
+  void missingFileIsAConfigError() {
+    Path missing = dir.resolve("absent.yaml");
+    ConfigException e = failure(() -> ConfigLoader.load(missing, Map.of()));
+    assertThat(e.getMessage()).isEqualTo("config error: cannot read config file " + missing + ": no such file");
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+    "250ms, PT0.25S",
+    "2s, PT2S",
+    "2S, PT2S",
+    "' 90s ', PT1M30S",
+    "1m, PT1M",
+    "1h, PT1H",
+    "1m30s, PT1M30S",
+    "1h500ms, PT1H0.5S",
+    "PT2S, PT2S",
+    "pt0.5s, PT0.5S",
+    "0s, PT0S"
+  })
+  void parsesDurations(String text, String iso) {
+    assertThat(ConfigLoader.parseDuration(text)).isEqualTo(Duration.parse(iso));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"2 seconds", "", "2", "s", "1.5s", "-2s", "2d", "PT", "1h 30m", "99999999999999999999s"})
+  void rejectsInvalidDurations(String text) {
+    assertThatThrownBy(() -> ConfigLoader.parseDuration(text))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("invalid duration \"" + text + "\"");
+  }
+
+  @ParameterizedTest
+  @CsvSource({"65536, 65536", "0, 0", "64KiB, 65536", "16MiB, 16777216", "16 mib, 16777216", "1GiB, 1073741824", "10B, 10"})
+  void parsesSizes(String text, long bytes) {
+    assertThat(ConfigLoader.parseSize(text)).isEqualTo(bytes);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"16MB", "-1", "1.5MiB", "", "KiB", "16 M"})
+  void rejectsInvalidSizes(String text) {
+    assertThatThrownBy(() -> ConfigLoader.parseSize(text))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("invalid size \"" + text + "\"");
+  }
+
+  @ParameterizedTest
+  @CsvSource({"PT0.25S, 250ms", "PT2S, 2s", "PT1M, 1m", "PT1H, 1h", "PT1M30S, 90s", "PT0S, 0s"})
+  void formatsDurationsInTheirShortForm(String iso, String text) {
+    assertThat(ConfigLoader.formatDuration(Duration.parse(iso))).isEqualTo(text);
+    assertThat(ConfigLoader.parseDuration(text)).isEqualTo(Duration.parse(iso));
+  }
+}
