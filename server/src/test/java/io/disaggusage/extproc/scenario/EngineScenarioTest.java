@@ -138,6 +138,39 @@ class EngineScenarioTest {
     assertRewritten(r[1], 128, 9, 5, 128);
   }
 
+  /**
+   * TensorRT-LLM's own framing: the first chunk as {@code data: {…} \n\n} (a space before the blank
+   * line), CRLF line ends from an intermediary, and a trailing {@code event: trtllm.perf_metrics}.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("chunkings")
+  void trtFramingCrlfAndPerfMetrics(String name, Chunking chunking) throws Exception {
+    String ctxUsage = Wire.usage(128, 1, 9L);
+    String stream =
+        (Wire.chunk("Par").replace("}\n\n", "} \n\n")
+                + Wire.chunk("is")
+                + Wire.usageChunk(Wire.usage(128, 2, 128L))
+                + Wire.DONE
+                + "event: trtllm.perf_metrics\ndata: {\"ctx_server\":\"h:1\",\"usage\":\"n/a\"}\n\n")
+            .replace("\n", "\r\n");
+    ExchangeResult[] r =
+        Flows.contextFirst(
+            service.envoy,
+            ctxExchange(
+                trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID),
+                Wire.trtContextResponse(TRT_ID, TRT_ID, ctxUsage)),
+            genExchange(
+                trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID),
+                "text/event-stream; charset=utf-8",
+                stream,
+                chunking));
+    assertThat(r[1].clientResponse().bodyUtf8())
+        .isEqualTo(stream.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}"));
+    assertThat(OpenAiClientView.dataPayloads(r[1].clientResponse().bodyUtf8()))
+        .contains("{\"ctx_server\":\"h:1\",\"usage\":\"n/a\"}");
+    assertRewritten(r[1], 128, 9, 2, 128);
+  }
+
   /** G7 with schedule_style generation_first: the whole generation stream passes before the context. */
   @ParameterizedTest(name = "{0}")
   @MethodSource("chunkings")
