@@ -346,6 +346,38 @@ class EngineScenarioTest {
     assertRewritten(r[1], 64, 8, 2, 49);
   }
 
+  /**
+   * G10 and G9c (vllm-project/router vectors) through Envoy: sibling detail keys and unknown usage keys
+   * survive; null details are created; a context worker without details means zero cached.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("chunkings")
+  void vllmRouterSiblingsNullDetailsAndMissingContextDetails(String name, Chunking chunking) throws Exception {
+    String siblings =
+        "{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":100,\"audio_tokens\":2},\"future_field\":7}";
+    String nullDetails = "{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":null}";
+    String g9c = "{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}";
+    String[][] cases = {
+      {"s", Wire.usage(100, 1, 64L), siblings,
+          "{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":64,\"audio_tokens\":2},\"future_field\":7}"},
+      {"n", Wire.usage(100, 1, 0L), nullDetails,
+          "{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":0}}"},
+      {"c", Wire.usage(10, 1, null), g9c,
+          "{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":0}}"},
+    };
+    for (String[] c : cases) {
+      String genBody = Wire.chatCompletion(c[0], c[2]);
+      ExchangeResult[] r =
+          Flows.contextFirst(
+              service.envoy,
+              ctxExchange(vllmPrefill(), Wire.chatCompletion(c[0], c[1])).requestHeader("x-request-id", "router-" + c[0]),
+              genExchange(vllmDecode(false), "application/json", genBody, chunking).requestHeader("x-request-id", "router-" + c[0]));
+      assertClean(r[1]);
+      assertThat(r[1].clientResponse().bodyUtf8()).as(c[0]).isEqualTo(genBody.replace(c[2], c[3]));
+      OpenAiClientView.chatCompletion(r[1].clientResponse().bodyUtf8());
+    }
+  }
+
   // ------------------------------------------------------------------------------------------
   // SGLang
 

@@ -61,6 +61,7 @@ class PassThroughScenarioTest {
                   .responseContentLength());
       assertClean(r);
       assertThat(r.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
+      assertThat(OpenAiClientView.chatCompletion(r.clientResponse().bodyUtf8()).cached()).isEqualTo(50L);
       assertThat(r.clientResponse().header("content-length")).contains(Integer.toString(GEN_BODY.length()));
       assertThat(responseBodyMessages(r)).isZero();
       assertThat(r.dynamicMetadata()).isEmpty();
@@ -161,6 +162,7 @@ class PassThroughScenarioTest {
                   .responseChunking(Chunking.fixed(9)));
       assertClean(r);
       assertThat(r.clientResponse().bodyUtf8()).isEqualTo(fixed);
+      assertThat(OpenAiClientView.chatCompletion(r.clientResponse().bodyUtf8()).cached()).isEqualTo(7L);
       assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
       assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:corrected)%")).isEqualTo("false");
     }
@@ -202,6 +204,7 @@ class PassThroughScenarioTest {
       long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
       assertClean(r);
       assertThat(r.clientResponse().bodyUtf8()).isEqualTo(stream);
+      assertThat(OpenAiClientView.chatStream(r.clientResponse().bodyUtf8()).cached()).isEqualTo(40L);
       assertThat(elapsedMillis).isGreaterThanOrEqualTo(400);
       assertThat(r.stats().get(EnvoyStats.OVERRIDE_MESSAGE_TIMEOUT_RECEIVED)).isGreaterThanOrEqualTo(1);
       assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("context_timeout");
@@ -241,6 +244,7 @@ class PassThroughScenarioTest {
       ExchangeResult g = gen.awaitResult();
       assertClean(g);
       assertThat(g.clientResponse().bodyUtf8()).isEqualTo(stream.replace("{\"cached_tokens\":40}", "{\"cached_tokens\":8}"));
+      assertThat(OpenAiClientView.chatStream(g.clientResponse().bodyUtf8()).cached()).isEqualTo(8L);
     }
   }
 
@@ -311,6 +315,7 @@ class PassThroughScenarioTest {
                   .duplicateFinalBodyMessage());
       assertClean(dup);
       assertThat(dup.clientResponse().bodyUtf8()).isEqualTo(stream.replace("{\"cached_tokens\":50}", "{\"cached_tokens\":10}"));
+      assertThat(OpenAiClientView.chatStream(dup.clientResponse().bodyUtf8()).cached()).isEqualTo(10L);
 
       ExchangeResult cancelled =
           Flows.run(
