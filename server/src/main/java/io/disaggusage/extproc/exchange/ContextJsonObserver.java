@@ -11,12 +11,10 @@ import java.util.List;
  * Observes a non-streaming context response: every chunk is forwarded unchanged at once, a copy is
  * kept (up to {@code maxBodyBytes}) and read when the body ends.
  */
-public final class ContextJsonObserver implements ContextObserver {
+public final class ContextJsonObserver extends ForwardingContextObserver {
   private final JsonFactory factory;
   private final int maxBodyBytes;
   private ByteArrayOutputStream copy = new ByteArrayOutputStream(4096);
-  private byte[] ready = new byte[0];
-  private boolean oversize;
   private ContextObservation observation =
       new ContextObservation(null, List.of(), null, Outcome.NO_USAGE);
 
@@ -26,28 +24,24 @@ public final class ContextJsonObserver implements ContextObserver {
   }
 
   @Override
-  public void accept(byte[] chunk) {
-    ready = Bytes.concat(ready, chunk);
-    if (oversize) {
+  protected void observe(byte[] chunk) {
+    if (copy == null) {
       return;
     }
     if (copy.size() + chunk.length > maxBodyBytes) {
-      oversize = true;
       copy = null;
+      observation = new ContextObservation(null, List.of(), null, Outcome.OVERSIZE);
       return;
     }
     copy.write(chunk, 0, chunk.length);
   }
 
   @Override
-  public void finish() {
-    if (oversize) {
-      observation = new ContextObservation(null, List.of(), null, Outcome.OVERSIZE);
-      return;
+  protected void observeEnd() {
+    if (copy != null) {
+      observation = observe(factory, copy.toByteArray());
+      copy = null;
     }
-    byte[] doc = copy.toByteArray();
-    copy = null;
-    observation = observe(factory, doc);
   }
 
   /** Reads context usage and ids from one complete JSON document. */
@@ -72,37 +66,5 @@ public final class ContextJsonObserver implements ContextObserver {
   @Override
   public ContextObservation observation() {
     return observation;
-  }
-
-  @Override
-  public byte[] takeReady() {
-    byte[] out = ready;
-    ready = new byte[0];
-    return out;
-  }
-
-  @Override
-  public boolean wantsContext() {
-    return false;
-  }
-
-  @Override
-  public boolean waiting() {
-    return false;
-  }
-
-  @Override
-  public void resolveContext(ContextUsage context, Outcome reasonIfNull) {}
-
-  @Override
-  public byte[] abandon() {
-    copy = null;
-    oversize = true;
-    return takeReady();
-  }
-
-  @Override
-  public ExchangeReport report() {
-    return new ExchangeReport(observation.outcome(), null, false, observation.model());
   }
 }

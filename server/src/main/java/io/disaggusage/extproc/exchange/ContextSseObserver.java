@@ -11,11 +11,9 @@ import java.util.List;
  * Observes a streaming context response (SGLang prefill streams when its client streamed): every
  * chunk is forwarded unchanged at once; the usage of the last usage-bearing event is kept.
  */
-public final class ContextSseObserver implements ContextObserver {
+public final class ContextSseObserver extends ForwardingContextObserver {
   private final JsonFactory json;
   private final SseFramer framer;
-  private byte[] ready = Bytes.EMPTY;
-  private boolean abandoned;
   private ContextUsage usage;
   private List<String> ids = List.of();
   private String model;
@@ -27,18 +25,13 @@ public final class ContextSseObserver implements ContextObserver {
   }
 
   @Override
-  public void accept(byte[] chunk) {
-    ready = Bytes.concat(ready, chunk);
-    if (!abandoned) {
-      framer.feed(chunk);
-    }
+  protected void observe(byte[] chunk) {
+    framer.feed(chunk);
   }
 
   @Override
-  public void finish() {
-    if (!abandoned) {
-      framer.finish();
-    }
+  protected void observeEnd() {
+    framer.finish();
   }
 
   private void onItem(SseItem item) {
@@ -61,36 +54,5 @@ public final class ContextSseObserver implements ContextObserver {
   @Override
   public ContextObservation observation() {
     return new ContextObservation(usage, ids, model, outcome);
-  }
-
-  @Override
-  public byte[] takeReady() {
-    byte[] out = ready;
-    ready = Bytes.EMPTY;
-    return out;
-  }
-
-  @Override
-  public boolean wantsContext() {
-    return false;
-  }
-
-  @Override
-  public boolean waiting() {
-    return false;
-  }
-
-  @Override
-  public void resolveContext(ContextUsage context, Outcome reasonIfNull) {}
-
-  @Override
-  public byte[] abandon() {
-    abandoned = true;
-    return takeReady();
-  }
-
-  @Override
-  public ExchangeReport report() {
-    return new ExchangeReport(outcome, null, false, model);
   }
 }
