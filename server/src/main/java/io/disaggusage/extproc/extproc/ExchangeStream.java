@@ -74,6 +74,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private boolean responseEnded;
   private Slot deferredEnd;
   private byte[] deferredEndPrefix = EMPTY;
+  private byte[] giveBack = EMPTY;
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
@@ -295,7 +296,13 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       responseEnded = true;
     }
     if (body == null || abandoned) {
-      complete(slot, EnvoyMessages.body(false, null, null));
+      if (giveBack.length > 0) {
+        byte[] owed = Bytes.concat(giveBack, chunk.getBody().toByteArray());
+        giveBack = EMPTY;
+        complete(slot, EnvoyMessages.body(false, ByteString.copyFrom(owed), null));
+      } else {
+        complete(slot, EnvoyMessages.body(false, null, null));
+      }
       return;
     }
     byte[] bytes = chunk.getBody().toByteArray();
@@ -415,10 +422,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
    * current (or deferred) body message, every other reply owed passes things through as they are.
    */
   private void failOpen(RuntimeException e, ProcessingRequest request, Slot current) {
-    log.warn(
-        "exchange let through unmodified after an internal error: {}",
-        e.getClass().getName(),
-        e.getStackTrace().length > 0 ? null : e);
+    // The class and the failing frame only: an exception message could quote body bytes.
+    StackTraceElement at = e.getStackTrace().length > 0 ? e.getStackTrace()[0] : null;
+    log.warn("exchange let through unmodified after an internal error: {} at {}", e.getClass().getName(), at);
     report(classification == null ? Phase.NONE : classification.phase(), Outcome.ERROR);
     abandoned = true;
     if (contextWait != null) {
@@ -426,7 +432,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     byte[] held = body == null ? EMPTY : body.abandon();
     body = null;
-    Slot bodySlot = deferredEnd != null ? deferredEnd : null;
+    Slot bodySlot = deferredEnd;
     deferredEnd = null;
     if (bodySlot == null
         && current != null
@@ -435,9 +441,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         && request.hasResponseBody()) {
       bodySlot = current;
     }
+    byte[] owed = Bytes.concat(deferredEndPrefix, held);
+    deferredEndPrefix = EMPTY;
     if (bodySlot != null) {
-      bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(Bytes.concat(deferredEndPrefix, held)), null);
-      deferredEndPrefix = EMPTY;
+      bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(owed), null);
+    } else {
+      giveBack = owed; // goes out with the next response body message
     }
     for (Slot slot : slots) {
       if (slot.reply == null) {
