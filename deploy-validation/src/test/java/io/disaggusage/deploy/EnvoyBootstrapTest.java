@@ -26,9 +26,17 @@ class EnvoyBootstrapTest {
     return EnvoyProtos.bootstrap(YamlDocuments.single(FILE));
   }
 
+  /** The HTTP connection manager of every listener. */
+  static List<HttpConnectionManager> hcms(Bootstrap b) throws Exception {
+    List<HttpConnectionManager> out = new java.util.ArrayList<>();
+    for (var listener : b.getStaticResources().getListenersList()) {
+      out.add(listener.getFilterChains(0).getFilters(0).getTypedConfig().unpack(HttpConnectionManager.class));
+    }
+    return out;
+  }
+
   static HttpConnectionManager hcm(Bootstrap b) throws Exception {
-    return b.getStaticResources().getListeners(0).getFilterChains(0).getFilters(0).getTypedConfig()
-        .unpack(HttpConnectionManager.class);
+    return hcms(b).get(0);
   }
 
   @Test
@@ -38,14 +46,25 @@ class EnvoyBootstrapTest {
   }
 
   @Test
-  void extProcFilterFollowsTheBaselineAndPrecedesTheRouter() throws Exception {
-    HttpConnectionManager hcm = hcm(bootstrap());
-    List<HttpFilter> filters = hcm.getHttpFiltersList();
-    assertThat(filters).extracting(HttpFilter::getName)
-        .containsExactly("envoy.filters.http.ext_proc", "envoy.filters.http.router");
-    ExternalProcessor extProc = filters.get(0).getTypedConfig().unpack(ExternalProcessor.class);
-    assertThat(ExtProcBaseline.violations(extProc)).isEmpty();
-    assertThat(EnvoyProtos.deprecatedFields(extProc)).isEmpty();
+  void everyListenerHasTheSameBaselineExtProcFilterBeforeTheRouter() throws Exception {
+    List<HttpConnectionManager> hcms = hcms(bootstrap());
+    assertThat(hcms).hasSizeGreaterThanOrEqualTo(2);
+    ExternalProcessor first = null;
+    for (HttpConnectionManager hcm : hcms) {
+      List<HttpFilter> filters = hcm.getHttpFiltersList();
+      assertThat(filters).extracting(HttpFilter::getName)
+          .containsExactly("envoy.filters.http.ext_proc", "envoy.filters.http.router");
+      ExternalProcessor extProc = filters.get(0).getTypedConfig().unpack(ExternalProcessor.class);
+      assertThat(ExtProcBaseline.violations(extProc)).isEmpty();
+      assertThat(EnvoyProtos.deprecatedFields(extProc)).isEmpty();
+      // The scenario suite reads the first one; they must all be the same.
+      if (first == null) {
+        first = extProc;
+      } else {
+        assertThat(extProc).isEqualTo(first);
+      }
+      assertThat(hcm.getAccessLogCount()).isPositive();
+    }
   }
 
   @Test
@@ -72,8 +91,10 @@ class EnvoyBootstrapTest {
   void routesReachDeclaredClustersWithoutATimeoutThatCutsGenerations() throws Exception {
     Bootstrap b = bootstrap();
     Set<String> clusters = b.getStaticResources().getClustersList().stream().map(Cluster::getName).collect(Collectors.toSet());
-    List<Route> routes =
-        hcm(b).getRouteConfig().getVirtualHostsList().stream().flatMap(v -> v.getRoutesList().stream()).toList();
+    List<Route> routes = new java.util.ArrayList<>();
+    for (HttpConnectionManager hcm : hcms(b)) {
+      hcm.getRouteConfig().getVirtualHostsList().forEach(v -> routes.addAll(v.getRoutesList()));
+    }
     assertThat(routes).isNotEmpty();
     for (Route r : routes) {
       assertThat(clusters).contains(r.getRoute().getCluster());

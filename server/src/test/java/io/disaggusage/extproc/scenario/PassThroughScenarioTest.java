@@ -216,7 +216,7 @@ class PassThroughScenarioTest {
 
   @Test
   void contentBeforeTheUsageEventIsNotDelayedWhileWaiting() throws Exception {
-    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig(Duration.ofSeconds(5)))) {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig(Duration.ofSeconds(2)))) {
       String content = Wire.chunk("Hel") + Wire.chunk("lo");
       String stream = content + Wire.usageChunk(Wire.usage(40, 3, 40L)) + Wire.DONE;
       ExchangeHandle gen =

@@ -1,6 +1,5 @@
 package io.disaggusage.extproc.scenario;
 
-import com.google.protobuf.util.Durations;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.extproc.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
@@ -8,10 +7,6 @@ import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.testing.envoy.EnvoyProfile;
 import io.disaggusage.extproc.testing.envoy.FakeEnvoy;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
-import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.MetadataOptions;
-import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
-import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
-import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.HeaderSendMode;
 import io.grpc.BindableService;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
@@ -28,7 +23,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The real ext_proc service behind a real gRPC transport, driven by the fake Envoy with the filter
- * configuration the project ships (behaviour.md §6).
+ * configuration the project ships in {@code deploy/envoy/envoy.yaml}.
  */
 public final class ServiceUnderTest implements AutoCloseable {
   public static final String CONTEXT_CLUSTER = "context-pool";
@@ -105,29 +100,17 @@ public final class ServiceUnderTest implements AutoCloseable {
     return testConfig(Duration.ofMillis(1500));
   }
 
-  /** The §6 baseline: headers SEND, bodies NONE, trailers SKIP, overrides allowed, fail open. */
+  /**
+   * The filter configuration users deploy: read from {@code deploy/envoy/envoy.yaml}. The service's
+   * context wait must stay below the shipped {@code max_message_timeout}.
+   */
   public static ExternalProcessor shippedFilterConfig(Config config) {
-    long maxMessageTimeout = config.ordering().contextWait().toMillis() + 1000;
-    return ExternalProcessor.newBuilder()
-        .setProcessingMode(
-            ProcessingMode.newBuilder()
-                .setRequestHeaderMode(HeaderSendMode.SEND)
-                .setResponseHeaderMode(HeaderSendMode.SEND)
-                .setRequestBodyMode(BodySendMode.NONE)
-                .setResponseBodyMode(BodySendMode.NONE)
-                .setRequestTrailerMode(HeaderSendMode.SKIP)
-                .setResponseTrailerMode(HeaderSendMode.SKIP))
-        .setAllowModeOverride(true)
-        .setFailureModeAllow(true)
-        .addRequestAttributes("xds.cluster_name")
-        .setMessageTimeout(Durations.fromMillis(200))
-        .setMaxMessageTimeout(Durations.fromMillis(maxMessageTimeout))
-        .setMetadataOptions(
-            MetadataOptions.newBuilder()
-                .setReceivingNamespaces(
-                    MetadataOptions.MetadataNamespaces.newBuilder()
-                        .addUntyped(config.metadata().namespace())))
-        .build();
+    ExternalProcessor shipped = ShippedEnvoyConfig.extProcFilter();
+    long ceiling = com.google.protobuf.util.Durations.toMillis(shipped.getMaxMessageTimeout());
+    if (config.ordering().contextWait().toMillis() >= ceiling) {
+      throw new IllegalArgumentException("context wait must stay below the shipped max_message_timeout");
+    }
+    return shipped;
   }
 
   @Override
