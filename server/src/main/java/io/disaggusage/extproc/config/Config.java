@@ -15,7 +15,8 @@ public record Config(
     Ordering ordering,
     Store store,
     Metadata metadata,
-    Limits limits) {
+    Limits limits,
+    Metrics metrics) {
 
   /** {@code grpc.*}: the ext_proc + grpc.health.v1 listener. */
   public record Grpc(int port, int maxInboundMessageBytes) {}
@@ -78,6 +79,17 @@ public record Config(
    */
   public record Limits(int maxBodyBytes, int maxEventBytes, int maxUsageBytes, int maxKeyBytes) {}
 
+  /**
+   * {@code metrics.*}: how the {@code model} label is bounded, so a client naming models cannot explode
+   * metric cardinality.
+   *
+   * @param models the models that get their own label value; empty means the first {@code maxModels}
+   *     distinct models seen
+   * @param maxModels with no allow-list, how many distinct models get their own label value; every
+   *     other model is counted as {@code other}
+   */
+  public record Metrics(List<String> models, int maxModels) {}
+
   /** The embedded defaults: what {@code java -jar} runs with no config file. */
   public static Config defaults() {
     return new Config(
@@ -91,6 +103,7 @@ public record Config(
         new Ordering(Duration.ofSeconds(2), Fallback.PASSTHROUGH),
         new Store(StoreType.MEMORY, Duration.ofSeconds(60), "redis://127.0.0.1:6379", 100_000),
         new Metadata("disagg_usage"),
-        new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256));
+        new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256),
+        new Metrics(List.of(), 20));
   }
 }

@@ -136,7 +136,9 @@ public final class ConfigLoader {
           key("limits.max_body_bytes", Kind.SIZE, c -> c.limits().maxBodyBytes()),
           key("limits.max_event_bytes", Kind.SIZE, c -> c.limits().maxEventBytes()),
           key("limits.max_usage_bytes", Kind.SIZE, c -> c.limits().maxUsageBytes()),
-          key("limits.max_key_bytes", Kind.SIZE, c -> c.limits().maxKeyBytes()));
+          key("limits.max_key_bytes", Kind.SIZE, c -> c.limits().maxKeyBytes()),
+          key("metrics.models", Kind.LIST, c -> c.metrics().models()),
+          key("metrics.max_models", Kind.INT, c -> c.metrics().maxModels()));
 
   private static final Map<String, Key> BY_PATH =
       KEYS.stream()
@@ -504,7 +506,8 @@ public final class ConfigLoader {
               integer("limits.max_body_bytes"),
               integer("limits.max_event_bytes"),
               integer("limits.max_usage_bytes"),
-              integer("limits.max_key_bytes")));
+              integer("limits.max_key_bytes")),
+          new Config.Metrics(list("metrics.models"), integer("metrics.max_models")));
     }
 
     private void validate() {
@@ -528,6 +531,10 @@ public final class ConfigLoader {
         if (integer(size) <= 0) {
           problem(size, "must be positive, got " + integer(size));
         }
+      }
+      int maxModels = integer("metrics.max_models");
+      if (maxModels < 0 || maxModels > 1000) {
+        problem("metrics.max_models", "must be between 0 and 1000, got " + maxModels);
       }
       long maxEntries = ((Number) values.get("store.max_entries")).longValue();
       if (maxEntries <= 0) {

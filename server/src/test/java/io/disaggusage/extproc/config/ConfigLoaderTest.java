@@ -183,7 +183,7 @@ class ConfigLoaderTest {
   @Test
   void everyKeyIsSettableByItsEnvironmentVariable() throws Exception {
     List<ConfigLoader.KeyInfo> keys = ConfigLoader.describeKeys();
-    assertThat(keys).hasSize(18);
+    assertThat(keys).hasSize(ConfigLoader.keys().size()).hasSizeGreaterThanOrEqualTo(20);
     assertThat(keys.stream().map(ConfigLoader.KeyInfo::envName).distinct()).hasSize(keys.size());
     assertThat(ConfigLoader.envName("ordering.context_wait")).isEqualTo("DISAGG_USAGE_ORDERING_CONTEXT_WAIT");
     assertThat(ConfigLoader.envName("grpc.max_inbound_message_bytes"))
@@ -220,6 +220,8 @@ class ConfigLoaderTest {
     changed.put("limits.max_event_bytes", "12");
     changed.put("limits.max_usage_bytes", "13");
     changed.put("limits.max_key_bytes", "14");
+    changed.put("metrics.models", "m1,m2");
+    changed.put("metrics.max_models", "5");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
     changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
@@ -233,7 +235,8 @@ class ConfigLoaderTest {
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
                 new Config.Store(Config.StoreType.MEMORY, Duration.ofHours(1), "redis://other:1", 7),
                 new Config.Metadata("ns"),
-                new Config.Limits(11, 12, 13, 14)));
+                new Config.Limits(11, 12, 13, 14),
+                new Config.Metrics(List.of("m1", "m2"), 5)));
   }
 
   @Test

@@ -93,7 +93,8 @@ public final class ServiceUnderTest implements AutoCloseable {
         new Config.Ordering(contextWait, Config.Fallback.PASSTHROUGH),
         d.store(),
         d.metadata(),
-        d.limits());
+        d.limits(),
+        d.metrics());
   }
 
   public static Config testConfig() {
