@@ -15,6 +15,7 @@ import io.disaggusage.extproc.exchange.ExchangeReport;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageNames;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
@@ -90,6 +91,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (closed) {
       return;
     }
+    long started = System.nanoTime();
     Slot slot = null;
     try {
       switch (request.getRequestCase()) {
@@ -112,6 +114,17 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     } catch (RuntimeException e) {
       failOpen(e, request, slot);
     }
+    services.metrics().processed(messageKind(request), System.nanoTime() - started);
+  }
+
+  private static Metrics.Message messageKind(ProcessingRequest request) {
+    return switch (request.getRequestCase()) {
+      case REQUEST_HEADERS -> Metrics.Message.REQUEST_HEADERS;
+      case REQUEST_BODY -> Metrics.Message.REQUEST_BODY;
+      case RESPONSE_HEADERS -> Metrics.Message.RESPONSE_HEADERS;
+      case RESPONSE_BODY -> Metrics.Message.RESPONSE_BODY;
+      default -> Metrics.Message.OTHER;
+    };
   }
 
   @Override
@@ -249,6 +262,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     try {
+      if (error != null) {
+        services.metrics().storeError(Metrics.StoreOperation.TAKE);
+      }
       ContextUsage context = error == null ? found.orElse(null) : null;
       if (context == null && !concurrent) {
         // Context-first: the context response would already have been stored. No context phase.
@@ -338,6 +354,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
     ExchangeReport report = body.report();
     report(Phase.GENERATION, report.outcome());
+    services.metrics().tokens(report.model() != null ? report.model() : model, report.figures());
     Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), report, model);
     complete(slot, bodyReply(original, ready, metadata));
   }
@@ -355,6 +372,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     try {
       services.metrics().contextWaited(System.nanoTime() - contextWaitStart);
+      if (error != null) {
+        services.metrics().storeError(Metrics.StoreOperation.AWAIT);
+      }
       ContextUsage context = error == null ? found.orElse(null) : null;
       body.resolveContext(context, error == null ? Outcome.CONTEXT_TIMEOUT : Outcome.ERROR);
       if (deferredEnd != null) {
@@ -401,6 +421,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private synchronized void onStored(Slot slot, byte[] original, byte[] ready, Throwable error) {
     if (closed) {
       return;
+    }
+    if (error != null) {
+      services.metrics().storeError(Metrics.StoreOperation.PUT);
     }
     report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
     complete(slot, bodyReply(original, ready, null));

@@ -24,6 +24,12 @@ final class UsageMetadata {
       put(fields, "completion_tokens", f.completion());
       put(fields, "total_tokens", f.total());
       put(fields, "reported_cached_tokens", f.reportedCached());
+      // The names Envoy AI Gateway's llmRequestCosts examples use, for rate limits and access logs
+      // already written against them; same meaning, corrected values.
+      put(fields, "llm_input_token", f.prompt());
+      put(fields, "llm_cached_input_token", f.cached());
+      put(fields, "llm_output_token", f.completion());
+      put(fields, "llm_total_token", f.total());
     }
     String model = report.model() != null ? report.model() : fallbackModel;
     if (model != null) {

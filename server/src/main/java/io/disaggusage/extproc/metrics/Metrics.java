@@ -1,31 +1,83 @@
 package io.disaggusage.extproc.metrics;
 
+import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.usage.UsageFigures;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.math.BigInteger;
 import java.util.function.LongSupplier;
 
 /**
- * The service's Prometheus metrics. Label values come only from enums, so cardinality is fixed.
- * The full metric set belongs to the observability issue; this is the core's minimum.
+ * The service's Prometheus metrics, all named {@code disagg_usage_*}. Label values come from enums or
+ * from {@link ModelLabels}, so cardinality is bounded. The true and the reported prefix-cache hit ratio
+ * per model are one PromQL division each:
+ *
+ * <pre>
+ *   sum by (model) (rate(disagg_usage_tokens_total{kind="cached"}[5m]))
+ *     / sum by (model) (rate(disagg_usage_tokens_total{kind="prompt"}[5m]))
+ *   sum by (model) (rate(disagg_usage_tokens_total{kind="cached_reported"}[5m]))
+ *     / sum by (model) (rate(disagg_usage_tokens_total{kind="prompt"}[5m]))
+ * </pre>
  */
 public final class Metrics {
+  /** Which Envoy message a processing-latency observation is for. */
+  public enum Message {
+    REQUEST_HEADERS("request_headers"),
+    REQUEST_BODY("request_body"),
+    RESPONSE_HEADERS("response_headers"),
+    RESPONSE_BODY("response_body"),
+    OTHER("other");
+
+    final String label;
+
+    Message(String label) {
+      this.label = label;
+    }
+  }
+
+  /** A store operation, for error counting. */
+  public enum StoreOperation {
+    PUT("put"),
+    TAKE("take"),
+    AWAIT("await");
+
+    final String label;
+
+    StoreOperation(String label) {
+      this.label = label;
+    }
+  }
+
   private final PrometheusRegistry registry;
+  private final ModelLabels models;
   private final Counter exchanges;
+  private final Counter tokens;
   private final Gauge activeStreams;
   private final Histogram contextWait;
+  private final Histogram processing;
+  private final Counter storeErrors;
 
-  public Metrics(PrometheusRegistry registry) {
+  public Metrics(PrometheusRegistry registry, Config.Metrics config) {
     this.registry = registry;
+    this.models = new ModelLabels(config);
     this.exchanges =
         Counter.builder()
             .name("disagg_usage_exchanges_total")
             .help("HTTP exchanges seen through ext_proc, by phase and outcome")
             .labelNames("phase", "outcome")
+            .register(registry);
+    this.tokens =
+        Counter.builder()
+            .name("disagg_usage_tokens_total")
+            .help(
+                "Tokens in generation responses by model and kind: prompt, cached (as emitted to the"
+                    + " client, corrected), cached_reported (what the generation worker said), completion")
+            .labelNames("model", "kind")
             .register(registry);
     this.activeStreams =
         Gauge.builder()
@@ -38,11 +90,24 @@ public final class Metrics {
             .help("Time generation exchanges waited for their context usage")
             .classicUpperBounds(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10)
             .register(registry);
+    this.processing =
+        Histogram.builder()
+            .name("disagg_usage_message_processing_seconds")
+            .help("Time spent handling one Envoy message, excluding asynchronous waits")
+            .labelNames("message")
+            .classicUpperBounds(0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05)
+            .register(registry);
+    this.storeErrors =
+        Counter.builder()
+            .name("disagg_usage_store_errors_total")
+            .help("Context-usage store operations that failed (traffic passed through)")
+            .labelNames("operation")
+            .register(registry);
   }
 
   /** A fresh registry with this service's metrics only; for tests and embedded use. */
   public static Metrics standalone() {
-    return new Metrics(new PrometheusRegistry());
+    return new Metrics(new PrometheusRegistry(), Config.defaults().metrics());
   }
 
   public PrometheusRegistry registry() {
@@ -56,6 +121,29 @@ public final class Metrics {
   /** Current count for one (phase, outcome) pair; for tests and the admin page. */
   public long exchangeCount(Phase phase, Outcome outcome) {
     return (long) exchanges.labelValues(phase.label(), outcome.label()).get();
+  }
+
+  /** Counts the usage a generation response carried to the client. */
+  public void tokens(String model, UsageFigures figures) {
+    if (figures == null) {
+      return;
+    }
+    String label = models.label(model);
+    add(label, "prompt", figures.prompt());
+    add(label, "cached", figures.cached());
+    add(label, "cached_reported", figures.reportedCached());
+    add(label, "completion", figures.completion());
+  }
+
+  /** Current token count for one (model label, kind); for tests. */
+  public long tokenCount(String modelLabel, String kind) {
+    return (long) tokens.labelValues(modelLabel, kind).get();
+  }
+
+  private void add(String model, String kind, BigInteger value) {
+    if (value != null && value.signum() > 0) {
+      tokens.labelValues(model, kind).inc(value.doubleValue());
+    }
   }
 
   public void streamOpened() {
@@ -72,6 +160,18 @@ public final class Metrics {
 
   public void contextWaited(long nanos) {
     contextWait.observe(nanos / 1e9);
+  }
+
+  public void processed(Message message, long nanos) {
+    processing.labelValues(message.label).observe(nanos / 1e9);
+  }
+
+  public void storeError(StoreOperation operation) {
+    storeErrors.labelValues(operation.label).inc();
+  }
+
+  public long storeErrorCount(StoreOperation operation) {
+    return (long) storeErrors.labelValues(operation.label).get();
   }
 
   /** Exposes the store's size as {@code disagg_usage_store_entries}. */

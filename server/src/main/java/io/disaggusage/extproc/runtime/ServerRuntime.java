@@ -71,7 +71,7 @@ public final class ServerRuntime implements AutoCloseable {
 
   /** Starts the service with a fresh metrics registry (service metrics plus JVM metrics). */
   public static ServerRuntime start(Config config) throws StartupException {
-    return start(config, new Metrics(new PrometheusRegistry()));
+    return start(config, new Metrics(new PrometheusRegistry(), config.metrics()));
   }
 
   /**

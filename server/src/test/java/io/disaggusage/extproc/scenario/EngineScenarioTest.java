@@ -79,6 +79,11 @@ class EngineScenarioTest {
     assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:total_tokens)%")).isEqualTo(Long.toString(prompt + completion));
     assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:reported_cached_tokens)%"))
         .isEqualTo(Long.toString(reportedCached));
+    // Envoy AI Gateway's key names carry the same, corrected numbers.
+    assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:llm_input_token)%")).isEqualTo(Long.toString(prompt));
+    assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:llm_cached_input_token)%")).isEqualTo(Long.toString(cached));
+    assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:llm_output_token)%")).isEqualTo(Long.toString(completion));
+    assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:llm_total_token)%")).isEqualTo(Long.toString(prompt + completion));
   }
 
   // ------------------------------------------------------------------------------------------
