@@ -1,0 +1,311 @@
+package io.disaggusage.deploy;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceAccount;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.apps.StatefulSet;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * The Kubernetes manifests under deploy/kubernetes: raw object files, overlays rendered by
+ * {@code kubectl kustomize}, strict typing into fabric8 models (allow-listed kinds, no unknown fields).
+ */
+final class KubernetesManifests {
+  static final String DIR = "deploy/kubernetes";
+  static final String OVERLAYS = DIR + "/overlays";
+  static final String EXTPROC_IMAGE = "ghcr.io/disagg-usage/disagg-usage-extproc:0.1.0";
+  static final String EXTPROC_CONTAINER = "extproc";
+  static final long KUBECTL_TIMEOUT_SECONDS = 60;
+
+  /** The kinds the manifests may contain, by "apiVersion/kind". Anything else fails. */
+  static final Map<String, Class<? extends HasMetadata>> KINDS = Map.of(
+      "v1/ServiceAccount", ServiceAccount.class,
+      "v1/ConfigMap", ConfigMap.class,
+      "v1/Service", Service.class,
+      "apps/v1/Deployment", Deployment.class,
+      "apps/v1/StatefulSet", StatefulSet.class,
+      "policy/v1/PodDisruptionBudget", PodDisruptionBudget.class,
+      "networking.k8s.io/v1/NetworkPolicy", NetworkPolicy.class);
+
+  /** Kustomize's own files: they have apiVersion and kind but are not Kubernetes objects. */
+  static final Set<String> KUSTOMIZE_KINDS = Set.of(
+      "kustomize.config.k8s.io/v1beta1/Kustomization", "kustomize.config.k8s.io/v1alpha1/Component");
+
+  /** One YAML document with where it came from (a file, or an overlay's rendering). */
+  record Source(String origin, JsonNode node) {
+    String typeKey() {
+      return node.path("apiVersion").asText() + "/" + node.path("kind").asText();
+    }
+
+    String describe() {
+      return origin + " " + typeKey() + " " + node.path("metadata").path("name").asText();
+    }
+  }
+
+  /** A typed object with where it came from. */
+  record Typed(String origin, HasMetadata object) {
+    String describe() {
+      return origin + " " + object.getKind() + " " + object.getMetadata().getName();
+    }
+  }
+
+  private static final Map<Path, Optional<List<JsonNode>>> RENDERED = new ConcurrentHashMap<>();
+  private static volatile Boolean kubectl;
+
+  private KubernetesManifests() {}
+
+  /** The overlay directories, sorted. */
+  static List<Path> overlays() {
+    Path dir = ProjectFiles.resolve(OVERLAYS);
+    try (Stream<Path> list = Files.list(dir)) {
+      return list.filter(Files::isDirectory).sorted(Comparator.comparing(Path::toString)).toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  static String overlayName(Path overlay) {
+    return overlay.getFileName().toString();
+  }
+
+  /** Every document under deploy/kubernetes that has apiVersion and kind (kustomize files included). */
+  static List<Source> rawDocuments() {
+    List<Source> out = new ArrayList<>();
+    for (Path file : ProjectFiles.yamlFiles(DIR)) {
+      for (JsonNode doc : YamlDocuments.read(file)) {
+        if (doc.hasNonNull("apiVersion") && doc.hasNonNull("kind")) {
+          out.add(new Source(ProjectFiles.relative(file), doc));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The raw documents that are Kubernetes objects (not kustomize's own files). */
+  static List<Source> rawObjects() {
+    return rawDocuments().stream().filter(s -> !KUSTOMIZE_KINDS.contains(s.typeKey())).toList();
+  }
+
+  static boolean kubectlAvailable() {
+    Boolean known = kubectl;
+    if (known == null) {
+      known = Stream.of(System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator))
+          .filter(p -> !p.isEmpty())
+          .map(p -> Path.of(p, "kubectl"))
+          .anyMatch(p -> Files.isRegularFile(p) && Files.isExecutable(p));
+      kubectl = known;
+    }
+    return known;
+  }
+
+  static final String NO_KUBECTL = "kubectl is not on PATH: overlays are not rendered (raw files are still checked)";
+
+  /**
+   * The documents {@code kubectl kustomize <overlay>} prints, rendered once per overlay per test run;
+   * empty if kubectl is not on PATH. A failing render throws.
+   */
+  static Optional<List<JsonNode>> rendered(Path overlay) {
+    return RENDERED.computeIfAbsent(overlay.toAbsolutePath().normalize(), KubernetesManifests::render);
+  }
+
+  private static Optional<List<JsonNode>> render(Path overlay) {
+    if (!kubectlAvailable()) {
+      return Optional.empty();
+    }
+    String relative = ProjectFiles.relative(overlay);
+    ProcessBuilder pb = new ProcessBuilder("kubectl", "kustomize", relative)
+        .directory(ProjectFiles.root().toFile())
+        .redirectErrorStream(false);
+    try {
+      Path stderr = Files.createTempFile("kustomize", ".err");
+      try {
+        pb.redirectError(stderr.toFile());
+        Process p = pb.start();
+        p.getOutputStream().close();
+        byte[] out;
+        try (InputStream in = p.getInputStream()) {
+          ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+          Thread reader = new Thread(() -> {
+            try {
+              in.transferTo(buffer);
+            } catch (IOException e) {
+              throw new UncheckedIOException(e);
+            }
+          });
+          reader.start();
+          if (!p.waitFor(KUBECTL_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IllegalStateException("kubectl kustomize " + relative + " did not finish in "
+                + KUBECTL_TIMEOUT_SECONDS + " s");
+          }
+          reader.join(TimeUnit.SECONDS.toMillis(KUBECTL_TIMEOUT_SECONDS));
+          out = buffer.toByteArray();
+        }
+        if (p.exitValue() != 0) {
+          throw new IllegalStateException("kubectl kustomize " + relative + " failed (exit " + p.exitValue() + "): "
+              + Files.readString(stderr));
+        }
+        return Optional.of(parseStream(new String(out, StandardCharsets.UTF_8), "kubectl kustomize " + relative));
+      } finally {
+        Files.deleteIfExists(stderr);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** A multi-document YAML stream, read strictly (duplicate keys fail). */
+  static List<JsonNode> parseStream(String yaml, String origin) {
+    try (var parser = YamlDocuments.YAML.getFactory().createParser(yaml)) {
+      List<JsonNode> docs = new ArrayList<>();
+      var it = YamlDocuments.YAML.readValues(parser, JsonNode.class);
+      while (it.hasNext()) {
+        JsonNode doc = it.next();
+        if (doc != null && doc.isObject() && !doc.isEmpty()) {
+          docs.add(doc);
+        }
+      }
+      return docs;
+    } catch (IOException e) {
+      throw new UncheckedIOException(origin + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The rendered overlay as sources (empty if kubectl is not on PATH). */
+  static List<Source> renderedSources(Path overlay) {
+    String origin = "overlays/" + overlayName(overlay);
+    return rendered(overlay).orElse(List.of()).stream().map(n -> new Source(origin, n)).toList();
+  }
+
+  /** Parses a document into its fabric8 type; unknown kinds and API versions are errors. */
+  static HasMetadata typed(Source source) {
+    Class<? extends HasMetadata> type = KINDS.get(source.typeKey());
+    if (type == null) {
+      throw new IllegalArgumentException(source.origin() + ": kind " + source.typeKey()
+          + " is not in the allow-list " + KINDS.keySet());
+    }
+    try {
+      return YamlDocuments.JSON.treeToValue(source.node(), type);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException(source.describe() + ": " + e.getOriginalMessage(), e);
+    }
+  }
+
+  static List<Typed> typedAll(List<Source> sources) {
+    return sources.stream().map(s -> new Typed(s.origin(), typed(s))).toList();
+  }
+
+  /**
+   * Every field the model did not recognise, as paths: fabric8 keeps unknown keys in
+   * {@code getAdditionalProperties()} instead of failing, so this walks every property getter.
+   */
+  static List<String> unknownFields(Object model) {
+    List<String> out = new ArrayList<>();
+    walk(model, "", out);
+    return out;
+  }
+
+  private static void walk(Object value, String path, List<String> out) {
+    if (value == null) {
+      return;
+    }
+    if (value instanceof Collection<?> items) {
+      int i = 0;
+      for (Object item : items) {
+        walk(item, path + "[" + i++ + "]", out);
+      }
+      return;
+    }
+    if (value instanceof Map<?, ?> map) {
+      for (Map.Entry<?, ?> e : map.entrySet()) {
+        walk(e.getValue(), path + "[" + e.getKey() + "]", out);
+      }
+      return;
+    }
+    Class<?> type = value.getClass();
+    if (!type.getName().startsWith("io.fabric8.") || type.isEnum()) {
+      return;
+    }
+    for (Method m : type.getMethods()) {
+      if (m.getParameterCount() != 0 || Modifier.isStatic(m.getModifiers())) {
+        continue;
+      }
+      if (m.getName().equals("getAdditionalProperties")) {
+        Map<?, ?> extra = (Map<?, ?>) invoke(m, value);
+        if (extra != null && !extra.isEmpty()) {
+          for (Object key : extra.keySet()) {
+            out.add((path.isEmpty() ? "" : path + ".") + key);
+          }
+        }
+        continue;
+      }
+      JsonProperty property = m.getAnnotation(JsonProperty.class);
+      if (property == null) {
+        continue;
+      }
+      String name = property.value().isEmpty() ? m.getName() : property.value();
+      walk(invoke(m, value), path.isEmpty() ? name : path + "." + name, out);
+    }
+  }
+
+  private static Object invoke(Method m, Object target) {
+    try {
+      return m.invoke(target);
+    } catch (IllegalAccessException | InvocationTargetException e) {
+      throw new IllegalStateException(m + ": " + e, e);
+    }
+  }
+
+  /** The pod template of a workload, if the object is one. */
+  static Optional<PodTemplateSpec> podTemplate(HasMetadata object) {
+    if (object instanceof Deployment d) {
+      return Optional.ofNullable(d.getSpec()).map(s -> s.getTemplate());
+    }
+    if (object instanceof StatefulSet s) {
+      return Optional.ofNullable(s.getSpec()).map(x -> x.getTemplate());
+    }
+    return Optional.empty();
+  }
+
+  /** Objects of one type, keyed by name, in document order. */
+  static <T extends HasMetadata> Map<String, T> byName(List<Typed> objects, Class<T> type) {
+    Map<String, T> out = new LinkedHashMap<>();
+    for (Typed t : objects) {
+      if (type.isInstance(t.object())) {
+        out.put(t.object().getMetadata().getName(), type.cast(t.object()));
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,160 @@
+package io.disaggusage.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Volume;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Every overlay under deploy/kubernetes/overlays renders with plain {@code kubectl kustomize}. */
+class KubernetesRenderTest {
+  /** What each overlay renders to: kind → count. A new overlay needs an entry here. */
+  static final Map<String, Map<String, Integer>> EXPECTED_KINDS = Map.of(
+      "sidecar", Map.of(
+          "ServiceAccount", 1, "ConfigMap", 2, "Service", 2, "Deployment", 1, "NetworkPolicy", 1),
+      "central", Map.of(
+          "ServiceAccount", 1, "ConfigMap", 2, "Service", 3, "Deployment", 2, "PodDisruptionBudget", 1,
+          "NetworkPolicy", 2),
+      "central-external-redis", Map.of(
+          "ServiceAccount", 1, "ConfigMap", 1, "Service", 2, "Deployment", 1, "PodDisruptionBudget", 1,
+          "NetworkPolicy", 1));
+
+  static Stream<Path> overlays() {
+    return KubernetesManifests.overlays().stream();
+  }
+
+  static List<KubernetesManifests.Typed> render(Path overlay) {
+    Assumptions.assumeTrue(KubernetesManifests.kubectlAvailable(), KubernetesManifests.NO_KUBECTL);
+    return KubernetesManifests.typedAll(KubernetesManifests.renderedSources(overlay));
+  }
+
+  @Test
+  void everyOverlayDirectoryHasAnExpectationAndEveryExpectationADirectory() {
+    assertThat(overlays().map(KubernetesManifests::overlayName))
+        .containsExactlyInAnyOrderElementsOf(EXPECTED_KINDS.keySet());
+    overlays().forEach(o -> assertThat(o.resolve("kustomization.yaml")).isRegularFile());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("overlays")
+  void rendersToTheExpectedKinds(Path overlay) {
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    Map<String, Integer> kinds = objects.stream()
+        .collect(Collectors.groupingBy(t -> t.object().getKind(), TreeMap::new, Collectors.summingInt(t -> 1)));
+    assertThat(kinds).as(KubernetesManifests.overlayName(overlay))
+        .isEqualTo(new TreeMap<>(EXPECTED_KINDS.get(KubernetesManifests.overlayName(overlay))));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("overlays")
+  void everyConfigMapVolumeNamesARenderedConfigMap(Path overlay) {
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    var configMaps = KubernetesManifests.byName(objects, ConfigMap.class);
+    long volumes = 0;
+    for (KubernetesManifests.Typed t : objects) {
+      var template = KubernetesManifests.podTemplate(t.object());
+      if (template.isEmpty()) {
+        continue;
+      }
+      for (Volume v : template.get().getSpec().getVolumes()) {
+        if (v.getConfigMap() != null) {
+          volumes++;
+          // Generated ConfigMaps carry a content hash; kustomize must have rewritten the reference.
+          assertThat(configMaps).as(t.describe() + " volume " + v.getName())
+              .containsKey(v.getConfigMap().getName());
+          assertThat(v.getConfigMap().getName()).matches(".*-[a-z0-9]{10}");
+        }
+      }
+    }
+    assertThat(volumes).isPositive();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("overlays")
+  void extProcUsesThePlaceholderImageAndEverythingCarriesThePartOfLabel(Path overlay) {
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    List<Container> extProc = objects.stream()
+        .flatMap(t -> KubernetesManifests.podTemplate(t.object()).stream())
+        .map(p -> p.getSpec())
+        .flatMap(KubernetesRenderTest::allContainers)
+        .filter(c -> c.getName().equals(KubernetesManifests.EXTPROC_CONTAINER))
+        .toList();
+    assertThat(extProc).hasSize(1);
+    assertThat(extProc.get(0).getImage()).isEqualTo(KubernetesManifests.EXTPROC_IMAGE);
+    for (KubernetesManifests.Typed t : objects) {
+      assertThat(t.object().getMetadata().getLabels()).as(t.describe())
+          .containsEntry("app.kubernetes.io/part-of", "disagg-usage");
+      KubernetesManifests.podTemplate(t.object()).ifPresent(p ->
+          assertThat(p.getMetadata().getLabels()).as(t.describe() + " pod template")
+              .containsEntry("app.kubernetes.io/part-of", "disagg-usage"));
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("overlays")
+  void centralOverlaysPutEverythingInOneNamespaceAndTheSidecarOverlayLeavesItToTheUser(Path overlay) {
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    if (KubernetesManifests.overlayName(overlay).startsWith("central")) {
+      assertThat(objects).allSatisfy(t ->
+          assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isEqualTo("disagg-usage"));
+    } else {
+      assertThat(objects).allSatisfy(t ->
+          assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isNull());
+    }
+  }
+
+  @Test
+  void sidecarEnvoyConfigMapIsDeployEnvoyYamlByteForByte() throws Exception {
+    Path overlay = ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/sidecar");
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    List<ConfigMap> envoy = KubernetesManifests.byName(objects, ConfigMap.class).values().stream()
+        .filter(c -> c.getData() != null && c.getData().containsKey("envoy.yaml"))
+        .toList();
+    assertThat(envoy).hasSize(1);
+    assertThat(envoy.get(0).getData().get("envoy.yaml"))
+        .isEqualTo(Files.readString(ProjectFiles.resolve("deploy/envoy/envoy.yaml")));
+  }
+
+  @Test
+  void externalRedisOverlayTakesTheUriFromASecretAndShipsNoRedis() {
+    Path overlay = ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/central-external-redis");
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    assertThat(objects).noneSatisfy(t -> assertThat(t.object().getMetadata().getName()).contains("redis"));
+    Container extProc = objects.stream()
+        .flatMap(t -> KubernetesManifests.podTemplate(t.object()).stream())
+        .flatMap(p -> allContainers(p.getSpec()))
+        .filter(c -> c.getName().equals(KubernetesManifests.EXTPROC_CONTAINER))
+        .findFirst().orElseThrow();
+    assertThat(extProc.getEnv()).anySatisfy(e -> {
+      assertThat(e.getName()).isEqualTo("DISAGG_USAGE_STORE_REDIS_URI");
+      assertThat(e.getValueFrom().getSecretKeyRef().getName()).isEqualTo("disagg-usage-redis");
+      assertThat(e.getValueFrom().getSecretKeyRef().getKey()).isEqualTo("uri");
+    });
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("overlays")
+  void everyOverlayLetsTheUserSetTheImageInOnePlace(Path overlay) {
+    JsonNode kustomization = YamlDocuments.single(overlay.resolve("kustomization.yaml"));
+    String repository = KubernetesManifests.EXTPROC_IMAGE.substring(0, KubernetesManifests.EXTPROC_IMAGE.lastIndexOf(':'));
+    assertThat(kustomization.path("images")).as("images: of " + KubernetesManifests.overlayName(overlay))
+        .anySatisfy(i -> assertThat(i.path("name").asText()).isEqualTo(repository));
+  }
+
+  static Stream<Container> allContainers(PodSpec spec) {
+    return Stream.concat(spec.getInitContainers().stream(), spec.getContainers().stream());
+  }
+}
