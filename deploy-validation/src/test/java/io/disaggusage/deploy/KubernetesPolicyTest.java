@@ -482,15 +482,13 @@ class KubernetesPolicyTest {
       assertThat(names.size()).as(key).isPositive();
       names.forEach(n -> assertThat(byName).as("classification." + key).containsKey(n.asText()));
     }
-    int listener = bootstrap.path("static_resources").path("listeners").get(0).path("address")
-        .path("socket_address").path("port_value").asInt();
-    assertThat(namedPort(envoy, "envoy")).isEqualTo(listener);
-    // The router reaches Envoy by the virtual host names, which hostAliases point at the pod itself.
-    List<String> aliases = w.pod().getHostAliases().stream().filter(h -> h.getIp().equals("127.0.0.1"))
-        .flatMap(h -> h.getHostnames().stream()).toList();
-    JsonNode hosts = bootstrap.path("static_resources").path("listeners").get(0).path("filter_chains").get(0)
-        .path("filters").get(0).path("typed_config").path("route_config").path("virtual_hosts");
-    hosts.forEach(h -> assertThat(aliases).contains(h.path("domains").get(0).asText()));
+    // One listener per worker pool; the container declares each listener port.
+    List<Integer> declared =
+        envoy.getPorts().stream().map(io.fabric8.kubernetes.api.model.ContainerPort::getContainerPort).toList();
+    JsonNode listeners = bootstrap.path("static_resources").path("listeners");
+    assertThat(listeners.size()).isGreaterThanOrEqualTo(2);
+    listeners.forEach(
+        l -> assertThat(declared).contains(l.path("address").path("socket_address").path("port_value").asInt()));
   }
 
   // ---------------------------------------------------------------- the config files, without kubectl

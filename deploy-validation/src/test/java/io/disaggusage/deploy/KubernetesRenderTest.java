@@ -109,7 +109,7 @@ class KubernetesRenderTest {
     List<KubernetesManifests.Typed> objects = render(overlay);
     if (KubernetesManifests.overlayName(overlay).startsWith("central")) {
       assertThat(objects).allSatisfy(t ->
-          assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isEqualTo("disagg-usage"));
+          assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isEqualTo(Manifests.NAMESPACE));
     } else {
       assertThat(objects).allSatisfy(t ->
           assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isNull());
