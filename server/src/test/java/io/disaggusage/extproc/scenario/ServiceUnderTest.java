@@ -42,6 +42,13 @@ public final class ServiceUnderTest implements AutoCloseable {
     NETTY_LOOPBACK
   }
 
+  static {
+    // As the server does at start-up: a cold JVM's first exchange can exceed Envoy's message timeout.
+    var timer = Executors.newSingleThreadScheduledExecutor();
+    io.disaggusage.extproc.extproc.Warmup.run(Config.defaults(), timer, 10);
+    timer.shutdownNow();
+  }
+
   public final Config config;
   public final Metrics metrics = Metrics.standalone();
   public final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
