@@ -92,6 +92,17 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
     released = true;
     byte[] doc = body.toByteArray();
     body = null;
+    try {
+      rewrite(doc);
+    } catch (RuntimeException e) {
+      // Only this body's correction is lost: it goes out exactly as it came.
+      report = new ExchangeReport(Outcome.ERROR, null, false, null);
+      ready = Bytes.EMPTY;
+      append(doc);
+    }
+  }
+
+  private void rewrite(byte[] doc) {
     if (context == null) {
       UsageFigures own = rewriter.inspect(doc, names);
       report = new ExchangeReport(report.outcome(), own, false, null);

@@ -186,8 +186,20 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     }
   }
 
-  /** Rewrites one event that may carry usage, with the context usage or the fallback. */
+  /**
+   * Rewrites one event that may carry usage, with the context usage or the fallback. An unexpected
+   * failure here costs only this event's correction: it goes out as it came, and the stream goes on.
+   */
   private void process(SseEvent event) {
+    try {
+      rewrite(event);
+    } catch (RuntimeException e) {
+      record(Outcome.ERROR, null);
+      emitRaw(event);
+    }
+  }
+
+  private void rewrite(SseEvent event) {
     byte[] payload = event.payloadBytes();
     if (context == null) {
       var own = rewriter.inspect(payload, names);
