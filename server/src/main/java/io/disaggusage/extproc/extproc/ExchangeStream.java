@@ -467,6 +467,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private void failOpen(RuntimeException e, ProcessingRequest request, Slot current) {
     // The class and the failing frame only: an exception message could quote body bytes.
     services.warnings().internalError(e);
+    // Counted first: the summary's bytes_out is then what went out before the failure.
+    report(classification == null ? Phase.NONE : classification.phase(), Outcome.ERROR);
     abandoned = true;
     if (contextWait != null) {
       contextWait.cancel(false);
@@ -490,7 +492,6 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     } else {
       giveBack = owed; // goes out with the next response body message
     }
-    report(classification == null ? Phase.NONE : classification.phase(), Outcome.ERROR);
     for (Slot slot : slots) {
       if (slot.reply == null) {
         slot.reply = passThroughReply(slot == current ? request : null);
