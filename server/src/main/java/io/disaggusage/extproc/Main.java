@@ -17,6 +17,9 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * Command line entry point. With no subcommand it runs the server until SIGTERM/SIGINT.
@@ -38,7 +41,7 @@ import picocli.CommandLine.Mixin;
     subcommands = {},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
-      "0:clean shutdown (or --help, --version)",
+      "0:clean shutdown (or --help, --version, --print-config)",
       "1:start-up failure (port in use, store unavailable)",
       "2:invalid configuration or command line"
     })
@@ -52,6 +55,15 @@ public final class Main implements Callable<Integer> {
   public static final int EXIT_STARTUP = CommandLine.ExitCode.SOFTWARE;
 
   @Mixin ConfigOptions options;
+
+  @Option(
+      names = "--print-config",
+      description =
+          "Prints the effective configuration (defaults, file, environment and flags merged and validated)"
+              + " as YAML usable as --config, and exits without starting the server.")
+  boolean printConfig;
+
+  @Spec CommandSpec spec;
 
   private final Map<String, String> env;
   private final Consumer<ServerRuntime> onStarted;
@@ -106,12 +118,16 @@ public final class Main implements Callable<Integer> {
     return env;
   }
 
-  /** Runs the server until it is shut down. */
+  /** Runs the server until it is shut down, or prints the configuration with {@code --print-config}. */
   @Override
   public Integer call() throws ConfigException, StartupException, InterruptedException {
-    options.applyLogLevel(env);
     Config config = options.load(env);
-    Logging.bridgeJavaUtilLogging();
+    if (printConfig) {
+      spec.commandLine().getOut().print(printedConfig(config));
+      spec.commandLine().getOut().flush();
+      return CommandLine.ExitCode.OK;
+    }
+    Logging.configure(config.logging());
     ServerRuntime runtime = ServerRuntime.start(config);
     Thread hook = new Thread(runtime::close, "disagg-usage-shutdown-hook");
     Runtime.getRuntime().addShutdownHook(hook);
@@ -134,6 +150,14 @@ public final class Main implements Callable<Integer> {
       }
     }
     return CommandLine.ExitCode.OK;
+  }
+
+  /** What {@code --print-config} prints: a comment line, then {@link ConfigLoader#toYaml}. */
+  static String printedConfig(Config config) {
+    return "# disagg-usage-extproc "
+        + Version.current()
+        + " effective configuration (defaults < --config file < environment < flags)\n"
+        + ConfigLoader.toYaml(config);
   }
 
   private static String keysFooter() {

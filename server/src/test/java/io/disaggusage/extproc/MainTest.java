@@ -2,15 +2,25 @@ package io.disaggusage.extproc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
+import io.disaggusage.extproc.config.ConfigLoader.Setting;
+import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.runtime.ServerRuntime;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,6 +59,7 @@ class MainTest {
             "--grpc-port=PORT",
             "--admin-port=PORT",
             "--log-level=LEVEL",
+            "--print-config",
             "--set=KEY=VALUE",
             "--help",
             "--version",
@@ -124,11 +135,23 @@ class MainTest {
   void invalidLogLevelIsAConfigError() {
     Run run = run(Map.of(), "--log-level", "loud");
     assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err()).startsWith("config error: --log-level: invalid log level \"loud\"");
+    assertThat(run.err())
+        .isEqualTo(
+            "config error: logging.level: invalid value \"loud\"; expected one of: trace, debug, info, warn,"
+                + " error, off (from --log-level)"
+                + System.lineSeparator());
 
     Run fromEnv = run(Map.of("DISAGG_USAGE_LOG_LEVEL", "loud"));
     assertThat(fromEnv.exitCode()).isEqualTo(2);
-    assertThat(fromEnv.err()).startsWith("config error: DISAGG_USAGE_LOG_LEVEL: invalid log level");
+    assertThat(fromEnv.err())
+        .startsWith("config error: logging.level: invalid value \"loud\"")
+        .contains("(from DISAGG_USAGE_LOG_LEVEL)");
+
+    Run fromKey = run(Map.of("DISAGG_USAGE_LOGGING_FORMAT", "xml"));
+    assertThat(fromKey.exitCode()).isEqualTo(2);
+    assertThat(fromKey.err())
+        .startsWith("config error: logging.format: invalid value \"xml\"; expected one of: text, json")
+        .contains("(from DISAGG_USAGE_LOGGING_FORMAT)");
   }
 
   @Test
@@ -169,5 +192,106 @@ class MainTest {
     assertThat(runtime.config().grpc().port()).isZero();
     assertThat(runtime.config().metadata().namespace()).isEqualTo("from_env");
     assertThat(runtime.config().ordering().contextWait()).hasMillis(500);
+  }
+
+  @Test
+  void printConfigPrintsTheMergedConfigurationAndStartsNothing() throws Exception {
+    Path file = dir.resolve("base.yaml");
+    Files.writeString(file, "store:\n  ttl: 5m\nmetadata:\n  namespace: from_file\nlogging:\n  level: error\n");
+    Map<String, String> env =
+        Map.of(
+            "DISAGG_USAGE_CONFIG", file.toString(),
+            "DISAGG_USAGE_ORDERING_CONTEXT_WAIT", "750ms",
+            "DISAGG_USAGE_METADATA_NAMESPACE", "from_env",
+            "DISAGG_USAGE_LOG_LEVEL", "warn");
+    AtomicBoolean started = new AtomicBoolean();
+    Main main = new Main(env, runtime -> started.set(true));
+
+    Run run =
+        run(
+            main,
+            "--print-config",
+            "--grpc-port",
+            "7001",
+            "--set",
+            "classification.context_clusters=prefill-a,prefill-b",
+            "-s",
+            "logging.format=json",
+            "--log-level",
+            "debug");
+
+    assertThat(run.exitCode()).isZero();
+    assertThat(run.err()).isEmpty();
+    assertThat(started).isFalse();
+    assertThat(run.out())
+        .startsWith("# disagg-usage-extproc ")
+        .contains(
+            "grpc:\n  port: 7001\n",
+            "  context_clusters: [prefill-a, prefill-b]\n",
+            "  context_wait: 750ms\n",
+            "  ttl: 5m\n",
+            "  namespace: from_env\n",
+            "logging:\n  format: json\n  level: debug\n");
+    // Exactly what the server would run with: file, then environment, then flags.
+    Config printed = ConfigLoader.fromYaml(run.out());
+    assertThat(printed)
+        .isEqualTo(
+            ConfigLoader.load(
+                file,
+                env,
+                List.of(
+                    new Setting("grpc.port", "7001", "--grpc-port"),
+                    new Setting("classification.context_clusters", "prefill-a,prefill-b", "--set"),
+                    new Setting("logging.format", "json", "--set"),
+                    new Setting("logging.level", "debug", "--log-level"))));
+    // And the printed text is a complete --config file on its own.
+    Path printedFile = dir.resolve("printed.yaml");
+    Files.writeString(printedFile, run.out());
+    Run again = run(Map.of(), "--print-config", "--config", printedFile.toString());
+    assertThat(again.exitCode()).isZero();
+    assertThat(again.out()).isEqualTo(run.out());
+  }
+
+  @Test
+  void printConfigWithABadValueExitsWith2NamingTheKey() {
+    Run run = run(Map.of("DISAGG_USAGE_STORE_TTL", "1s"), "--print-config");
+
+    assertThat(run.exitCode()).isEqualTo(2);
+    assertThat(run.out()).isEmpty();
+    assertThat(run.err())
+        .isEqualTo(
+            "config error: store.ttl: must be longer than ordering.context_wait (2s), got 1s"
+                + " (from DISAGG_USAGE_STORE_TTL)"
+                + System.lineSeparator());
+  }
+
+  @Test
+  void jsonLogFormatWritesTheStartupLineAsOneJsonObject() throws Exception {
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    PrintStream stdout = System.out;
+    System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+    Run result;
+    try {
+      Main main = new Main(Map.of("DISAGG_USAGE_LOGGING_FORMAT", "json"), runtime -> CompletableFuture.runAsync(runtime::close));
+      result =
+          CompletableFuture.supplyAsync(() -> run(main, "--grpc-port", "0", "--admin-port", "0"))
+              .get(30, TimeUnit.SECONDS);
+    } finally {
+      System.setOut(stdout);
+      Logging.useFormat(Config.LogFormat.TEXT);
+    }
+
+    assertThat(result.exitCode()).isZero();
+    String startup =
+        captured.toString(StandardCharsets.UTF_8).lines()
+            .filter(line -> line.contains(" started in "))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no start-up line in " + captured));
+    JsonNode line = new ObjectMapper().readTree(startup);
+    assertThat(line.get("level").asText()).isEqualTo("INFO");
+    assertThat(line.get("logger").asText()).isEqualTo(ServerRuntime.class.getName());
+    assertThat(line.get("message").asText()).startsWith("disagg-usage-extproc ").contains("grpc port");
+    assertThat(line.get("timestamp").asText()).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z");
+    assertThat(line.has("thread")).isTrue();
   }
 }

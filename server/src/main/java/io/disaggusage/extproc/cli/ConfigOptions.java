@@ -4,7 +4,6 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
-import io.disaggusage.extproc.logging.Logging;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -41,7 +40,10 @@ public final class ConfigOptions {
   @Option(
       names = "--log-level",
       paramLabel = "LEVEL",
-      description = "Root log level: trace, debug, info, warn, error, off (default info; env: " + ConfigLoader.ENV_LOG_LEVEL + ").")
+      description =
+          "Root log level: trace, debug, info, warn, error, off; wins over the logging.level key (env: "
+              + ConfigLoader.ENV_LOG_LEVEL
+              + ").")
   String logLevel;
 
   @Option(
@@ -69,27 +71,9 @@ public final class ConfigOptions {
     if (adminPort != null) {
       overrides.add(new Setting("admin.port", adminPort, "--admin-port"));
     }
+    if (logLevel != null) {
+      overrides.add(new Setting("logging.level", logLevel, "--log-level"));
+    }
     return ConfigLoader.load(configFile(env).orElse(null), env, overrides);
-  }
-
-  /**
-   * Applies {@code --log-level} (else {@value ConfigLoader#ENV_LOG_LEVEL}) to the root logger; keeps
-   * logback.xml's level when neither is set.
-   */
-  public void applyLogLevel(Map<String, String> env) throws ConfigException {
-    String level = logLevel;
-    String source = "--log-level";
-    if (level == null) {
-      level = env.get(ConfigLoader.ENV_LOG_LEVEL);
-      source = ConfigLoader.ENV_LOG_LEVEL;
-    }
-    if (level == null || level.isBlank()) {
-      return;
-    }
-    try {
-      Logging.setRootLevel(level);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(source + ": " + e.getMessage());
-    }
   }
 }

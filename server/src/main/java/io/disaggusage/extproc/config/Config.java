@@ -16,7 +16,8 @@ public record Config(
     Store store,
     Metadata metadata,
     Limits limits,
-    Metrics metrics) {
+    Metrics metrics,
+    Logging logging) {
 
   /** {@code grpc.*}: the ext_proc + grpc.health.v1 listener. */
   public record Grpc(int port, int maxInboundMessageBytes) {}
@@ -90,6 +91,30 @@ public record Config(
    */
   public record Metrics(List<String> models, int maxModels) {}
 
+  /** {@code logging.format}: how each log line is written to stdout. */
+  public enum LogFormat {
+    /** One human-readable line per event (default). */
+    TEXT,
+    /** One JSON object per line: timestamp, level, logger, thread, message, mdc, exception. */
+    JSON
+  }
+
+  /** {@code logging.level}: the root log level. */
+  public enum LogLevel {
+    TRACE,
+    DEBUG,
+    INFO,
+    WARN,
+    ERROR,
+    OFF
+  }
+
+  /**
+   * {@code logging.*}: the log line format and the root level. The {@code --log-level} flag (and its
+   * variable {@code DISAGG_USAGE_LOG_LEVEL}) set {@code logging.level} with the highest precedence.
+   */
+  public record Logging(LogFormat format, LogLevel level) {}
+
   /** The embedded defaults: what {@code java -jar} runs with no config file. */
   public static Config defaults() {
     return new Config(
@@ -104,6 +129,7 @@ public record Config(
         new Store(StoreType.MEMORY, Duration.ofSeconds(60), "redis://127.0.0.1:6379", 100_000),
         new Metadata("disagg_usage"),
         new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256),
-        new Metrics(List.of(), 20));
+        new Metrics(List.of(), 20),
+        new Logging(LogFormat.TEXT, LogLevel.INFO));
   }
 }

@@ -53,7 +53,10 @@ public final class ConfigLoader {
   /** Environment variable naming the YAML file; the {@code --config} flag wins over it. */
   public static final String ENV_CONFIG_FILE = ENV_PREFIX + "CONFIG";
 
-  /** Environment variable setting the root log level; the {@code --log-level} flag wins over it. */
+  /**
+   * Environment variable of the {@code --log-level} flag: sets {@code logging.level} after every other
+   * environment variable (so it wins over {@code DISAGG_USAGE_LOGGING_LEVEL}); flags win over it.
+   */
   public static final String ENV_LOG_LEVEL = ENV_PREFIX + "LOG_LEVEL";
 
   /** Upper bound of {@code ordering.context_wait}. */
@@ -80,8 +83,9 @@ public final class ConfigLoader {
    * @param key full key, e.g. {@code store.ttl}
    * @param envName its environment variable
    * @param defaultValue the embedded default, formatted as it would be written in YAML
+   * @param type what the value is, e.g. {@code duration}, {@code one of: memory, redis}
    */
-  public record KeyInfo(String key, String envName, String defaultValue) {}
+  public record KeyInfo(String key, String envName, String defaultValue, String type) {}
 
   private enum Kind {
     INT("an integer"),
@@ -138,7 +142,9 @@ public final class ConfigLoader {
           key("limits.max_usage_bytes", Kind.SIZE, c -> c.limits().maxUsageBytes()),
           key("limits.max_key_bytes", Kind.SIZE, c -> c.limits().maxKeyBytes()),
           key("metrics.models", Kind.LIST, c -> c.metrics().models()),
-          key("metrics.max_models", Kind.INT, c -> c.metrics().maxModels()));
+          key("metrics.max_models", Kind.INT, c -> c.metrics().maxModels()),
+          new Key("logging.format", Kind.ENUM, Config.LogFormat.class, c -> c.logging().format()),
+          new Key("logging.level", Kind.ENUM, Config.LogLevel.class, c -> c.logging().level()));
 
   private static final Map<String, Key> BY_PATH =
       KEYS.stream()
@@ -216,8 +222,31 @@ public final class ConfigLoader {
   public static List<KeyInfo> describeKeys() {
     Config defaults = Config.defaults();
     return KEYS.stream()
-        .map(k -> new KeyInfo(k.path(), k.envName(), format(k, k.getter().apply(defaults))))
+        .map(k -> new KeyInfo(k.path(), k.envName(), format(k, k.getter().apply(defaults)), typeName(k)))
         .toList();
+  }
+
+  /**
+   * The configuration as YAML: every key, sections and keys in documentation order, durations and sizes
+   * in the form the loader reads ({@code 2s}, {@code 16MiB}). {@link #fromYaml} of the result gives back
+   * an equal {@link Config}, so the text can be used as a {@code --config} file.
+   */
+  public static String toYaml(Config config) {
+    StringBuilder yaml = new StringBuilder();
+    for (String section : SECTIONS) {
+      yaml.append(section).append(":\n");
+      for (Key key : KEYS) {
+        String path = key.path();
+        if (path.startsWith(section + ".")) {
+          yaml.append("  ")
+              .append(path, section.length() + 1, path.length())
+              .append(": ")
+              .append(yamlValue(key, key.getter().apply(config)))
+              .append('\n');
+        }
+      }
+    }
+    return yaml.toString();
   }
 
   /**
@@ -319,6 +348,71 @@ public final class ConfigLoader {
       return bytes / 1024 + "KiB";
     }
     return Long.toString(bytes);
+  }
+
+  private static String typeName(Key key) {
+    return switch (key.kind()) {
+      case INT, COUNT -> "integer";
+      case SIZE -> "size";
+      case DURATION -> "duration";
+      case BOOL -> "boolean";
+      case STRING -> "string";
+      case LIST -> "list of strings";
+      case ENUM -> expected(key);
+    };
+  }
+
+  /** A plain YAML scalar that reads back as the same string outside and inside a flow list. */
+  private static final Pattern PLAIN_YAML = Pattern.compile("[A-Za-z_/][A-Za-z0-9_./@+-]*");
+  /** The same, outside flow lists, where {@code :} not followed by a space is plain text (URIs). */
+  private static final Pattern PLAIN_YAML_BLOCK = Pattern.compile("[A-Za-z_/][A-Za-z0-9_./:@+-]*");
+  /** Plain words YAML 1.1 reads as booleans or null. */
+  private static final Set<String> YAML_WORDS =
+      Set.of("true", "false", "yes", "no", "y", "n", "on", "off", "null");
+
+  private static String yamlValue(Key key, Object value) {
+    return switch (key.kind()) {
+      case STRING -> yamlString((String) value, PLAIN_YAML_BLOCK);
+      case ENUM -> yamlString(format(key, value), PLAIN_YAML_BLOCK);
+      case LIST ->
+          ((List<?>) value)
+              .stream()
+                  .map(item -> yamlString(String.valueOf(item), PLAIN_YAML))
+                  .collect(Collectors.joining(", ", "[", "]"));
+      default -> format(key, value);
+    };
+  }
+
+  /** {@code text} plain when that is unambiguous, else double-quoted with JSON-compatible escapes. */
+  private static String yamlString(String text, Pattern plain) {
+    if (plain.matcher(text).matches()
+        && !text.endsWith(":")
+        && !YAML_WORDS.contains(text.toLowerCase(Locale.ROOT))) {
+      return text;
+    }
+    StringBuilder quoted = new StringBuilder(text.length() + 2).append('"');
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      int type = Character.getType(c);
+      if (c == '"' || c == '\\') {
+        quoted.append('\\').append(c);
+      } else if (c == '\n') {
+        quoted.append("\\n");
+      } else if (c == '\t') {
+        quoted.append("\\t");
+      } else if (c == '\r') {
+        quoted.append("\\r");
+      } else if (Character.isISOControl(c)
+          || type == Character.FORMAT
+          || type == Character.LINE_SEPARATOR
+          || type == Character.PARAGRAPH_SEPARATOR
+          || type == Character.UNASSIGNED) {
+        quoted.append(String.format("\\u%04x", (int) c));
+      } else {
+        quoted.append(c);
+      }
+    }
+    return quoted.append('"').toString();
   }
 
   private static String format(Key key, Object value) {
@@ -449,6 +543,10 @@ public final class ConfigLoader {
         }
         applyString(key, entry.getValue(), origin);
       }
+      String logLevel = env.get(ENV_LOG_LEVEL);
+      if (logLevel != null && !logLevel.isBlank()) {
+        applyString(BY_PATH.get("logging.level"), logLevel, "from " + ENV_LOG_LEVEL);
+      }
     }
 
     void applySetting(Setting setting) {
@@ -507,7 +605,9 @@ public final class ConfigLoader {
               integer("limits.max_event_bytes"),
               integer("limits.max_usage_bytes"),
               integer("limits.max_key_bytes")),
-          new Config.Metrics(list("metrics.models"), integer("metrics.max_models")));
+          new Config.Metrics(list("metrics.models"), integer("metrics.max_models")),
+          new Config.Logging(
+              (Config.LogFormat) values.get("logging.format"), (Config.LogLevel) values.get("logging.level")));
     }
 
     private void validate() {
@@ -673,7 +773,14 @@ public final class ConfigLoader {
         }
       }
       case ENUM -> {
-        // only textual values, handled below
+        // Textual values are handled below. YAML 1.1 reads an unquoted `off` as false.
+        if (node.isBoolean() && !node.booleanValue()) {
+          for (Enum<?> constant : key.enumType().getEnumConstants()) {
+            if (constant.name().equals("OFF")) {
+              return constant;
+            }
+          }
+        }
       }
     }
     if (node.isTextual()) {

@@ -8,7 +8,10 @@ import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import java.util.concurrent.ScheduledExecutorService;
 
-/** What every exchange stream shares: configuration, the pure core, the store, metrics and the timer. */
+/**
+ * What every exchange stream shares: configuration, the pure core, the store, metrics, the timer and the
+ * rate-limited warnings.
+ */
 record ExchangeServices(
     Config config,
     ExchangeClassifier classifier,
@@ -16,4 +19,18 @@ record ExchangeServices(
     JsonFactory json,
     ContextUsageStore store,
     Metrics metrics,
-    ScheduledExecutorService timer) {}
+    ScheduledExecutorService timer,
+    ExchangeWarnings warnings) {
+
+  /** With fresh warnings: one rate limit per kind for the service built on these. */
+  ExchangeServices(
+      Config config,
+      ExchangeClassifier classifier,
+      ResponseProcessors processors,
+      JsonFactory json,
+      ContextUsageStore store,
+      Metrics metrics,
+      ScheduledExecutorService timer) {
+    this(config, classifier, processors, json, store, metrics, timer, new ExchangeWarnings());
+  }
+}

@@ -15,8 +15,10 @@ import io.disaggusage.extproc.exchange.ExchangeReport;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.logging.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.usage.ContextUsage;
+import io.disaggusage.extproc.usage.UsageFigures;
 import io.disaggusage.extproc.usage.UsageNames;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
@@ -24,6 +26,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.stub.StreamObserver;
+import java.math.BigInteger;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -45,9 +48,16 @@ import org.slf4j.LoggerFactory;
  *
  * <p>On any internal error the exchange is let through unmodified (behaviour.md §6): bytes held back
  * are given back in the next reply and Envoy is left to continue without the service.
+ *
+ * <p>When the outcome is reported, the logger {@value #SUMMARY_LOGGER} writes one DEBUG line for the
+ * exchange: phase, outcome, the correlation key and model bounded by {@link LogText}, the token counts,
+ * response body bytes in and out so far, and the time since the stream opened. Never body bytes.
  */
 final class ExchangeStream implements StreamObserver<ProcessingRequest> {
-  private static final Logger log = LoggerFactory.getLogger(ExchangeStream.class);
+  /** The logger of the per-exchange summary lines (DEBUG). */
+  static final String SUMMARY_LOGGER = "io.disaggusage.extproc.exchanges";
+
+  private static final Logger summary = LoggerFactory.getLogger(SUMMARY_LOGGER);
   private static final long TIMER_MARGIN_MILLIS = 200;
   private static final byte[] EMPTY = new byte[0];
 
@@ -79,6 +89,14 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
+
+  // For the summary line only.
+  private final long openedNanos = System.nanoTime();
+  private long bytesIn;
+  private long bytesOut;
+  private CorrelationKey logKey;
+  private ExchangeReport generationReport;
+  private ContextUsage storedUsage;
 
   ExchangeStream(ExchangeServices services, StreamObserver<ProcessingResponse> out) {
     this.services = services;
@@ -193,6 +211,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private void classify(RequestFacts facts) {
     classification = services.classifier().classify(head, facts);
     model = facts.model();
+    if (!classification.keys().isEmpty()) {
+      logKey = classification.keys().get(0);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -264,6 +285,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     try {
       if (error != null) {
         services.metrics().storeError(Metrics.StoreOperation.TAKE);
+        services.warnings().storeReadFailed(error);
       }
       ContextUsage context = error == null ? found.orElse(null) : null;
       if (context == null && !concurrent) {
@@ -311,12 +333,15 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (end) {
       responseEnded = true;
     }
+    bytesIn += chunk.getBody().size();
     if (body == null || abandoned) {
       if (giveBack.length > 0) {
         byte[] owed = Bytes.concat(giveBack, chunk.getBody().toByteArray());
         giveBack = EMPTY;
+        bytesOut += owed.length;
         complete(slot, EnvoyMessages.body(false, ByteString.copyFrom(owed), null));
       } else {
+        bytesOut += chunk.getBody().size();
         complete(slot, EnvoyMessages.body(false, null, null));
       }
       return;
@@ -353,10 +378,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
     ExchangeReport report = body.report();
-    report(Phase.GENERATION, report.outcome());
+    generationReport = report;
     services.metrics().tokens(report.model() != null ? report.model() : model, report.figures());
     Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), report, model);
-    complete(slot, bodyReply(original, ready, metadata));
+    ProcessingResponse reply = bodyReply(original, ready, metadata);
+    report(Phase.GENERATION, report.outcome());
+    complete(slot, reply);
   }
 
   private void awaitContext() {
@@ -374,6 +401,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       services.metrics().contextWaited(System.nanoTime() - contextWaitStart);
       if (error != null) {
         services.metrics().storeError(Metrics.StoreOperation.AWAIT);
+        services.warnings().storeReadFailed(error);
       }
       ContextUsage context = error == null ? found.orElse(null) : null;
       body.resolveContext(context, error == null ? Outcome.CONTEXT_TIMEOUT : Outcome.ERROR);
@@ -391,10 +419,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private void storeContext(ContextObservation observation, Slot slot, byte[] original, byte[] ready) {
     if (observation.usage() == null) {
+      ProcessingResponse reply = bodyReply(original, ready, null);
       report(Phase.CONTEXT, observation.outcome());
-      complete(slot, bodyReply(original, ready, null));
+      complete(slot, reply);
       return;
     }
+    storedUsage = observation.usage();
     List<CorrelationKey> keys = new ArrayList<>(contextKeys);
     boolean trtOrNone =
         keys.isEmpty() || keys.get(0).source() == CorrelationKey.Source.TRTLLM;
@@ -407,9 +437,13 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       }
     }
     if (keys.isEmpty()) {
+      ProcessingResponse reply = bodyReply(original, ready, null);
       report(Phase.CONTEXT, Outcome.PASSTHROUGH_NO_CONTEXT);
-      complete(slot, bodyReply(original, ready, null));
+      complete(slot, reply);
       return;
+    }
+    if (logKey == null) {
+      logKey = keys.get(0);
     }
     // The last reply waits for the write: a generation lookup can then never race it (§4).
     services
@@ -424,13 +458,16 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     if (error != null) {
       services.metrics().storeError(Metrics.StoreOperation.PUT);
+      services.warnings().storeWriteFailed(error);
     }
+    ProcessingResponse reply = bodyReply(original, ready, null);
     report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
-    complete(slot, bodyReply(original, ready, null));
+    complete(slot, reply);
   }
 
   /** A body reply that forwards the chunk untouched when the output is exactly the input. */
-  private static ProcessingResponse bodyReply(byte[] original, byte[] ready, Struct metadata) {
+  private ProcessingResponse bodyReply(byte[] original, byte[] ready, Struct metadata) {
+    bytesOut += ready.length;
     if (original != null && Arrays.equals(original, ready)) {
       return EnvoyMessages.body(false, null, metadata);
     }
@@ -446,8 +483,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
    */
   private void failOpen(RuntimeException e, ProcessingRequest request, Slot current) {
     // The class and the failing frame only: an exception message could quote body bytes.
-    StackTraceElement at = e.getStackTrace().length > 0 ? e.getStackTrace()[0] : null;
-    log.warn("exchange let through unmodified after an internal error: {} at {}", e.getClass().getName(), at);
+    services.warnings().internalError(e);
+    // Counted first: the summary's bytes_out is then what went out before the failure.
     report(classification == null ? Phase.NONE : classification.phase(), Outcome.ERROR);
     abandoned = true;
     if (contextWait != null) {
@@ -467,6 +504,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     byte[] owed = Bytes.concat(deferredEndPrefix, held);
     deferredEndPrefix = EMPTY;
     if (bodySlot != null) {
+      bytesOut += owed.length;
       bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(owed), null);
     } else {
       giveBack = owed; // goes out with the next response body message
@@ -521,7 +559,42 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (!reported) {
       reported = true;
       services.metrics().exchange(phase, outcome);
+      if (summary.isDebugEnabled()) {
+        logSummary(phase, outcome);
+      }
     }
+  }
+
+  /** The exchange's DEBUG line: numbers, sizes, a bounded key and model; never body bytes. */
+  private void logSummary(Phase phase, Outcome outcome) {
+    UsageFigures figures = generationReport == null ? null : generationReport.figures();
+    BigInteger prompt = figures != null ? figures.prompt() : null;
+    BigInteger cached = figures != null ? figures.cached() : null;
+    if (figures == null && storedUsage != null) {
+      prompt = storedUsage.promptTokens();
+      cached = storedUsage.cachedTokens();
+    }
+    String reportModel = generationReport == null ? null : generationReport.model();
+    summary.debug(
+        "exchange phase={} outcome={} key={} model={} prompt={} cached={} reported_cached={}"
+            + " completion={} total={} corrected={} bytes_in={} bytes_out={} duration_ms={}",
+        phase.label(),
+        outcome.label(),
+        logKey == null ? "-" : logKey.source().prefix() + ":" + LogText.bounded(logKey.value()),
+        LogText.bounded(reportModel != null ? reportModel : model),
+        number(prompt),
+        number(cached),
+        number(figures == null ? null : figures.reportedCached()),
+        number(figures == null ? null : figures.completion()),
+        number(figures == null ? null : figures.total()),
+        generationReport != null && generationReport.corrected(),
+        bytesIn,
+        bytesOut,
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - openedNanos));
+  }
+
+  private static Object number(BigInteger value) {
+    return value == null ? "-" : value;
   }
 
   private void finish() {

@@ -2,6 +2,12 @@ package io.disaggusage.extproc.logging;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.Appender;
+import ch.qos.logback.core.ConsoleAppender;
+import ch.qos.logback.core.encoder.LayoutWrappingEncoder;
+import io.disaggusage.extproc.config.Config;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
 import java.util.logging.Handler;
@@ -13,17 +19,88 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Process-wide logging set-up: the root level ({@code --log-level}) and the bridge that sends
- * java.util.logging records (gRPC logs through JUL) to SLF4J/logback, so every log line has one format.
+ * Process-wide logging set-up: the line format ({@code logging.format}), the root level ({@code
+ * logging.level}, {@code --log-level}) and the bridge that sends java.util.logging records (gRPC logs
+ * through JUL) to SLF4J/logback, so every log line has one format.
+ *
+ * <p>logback.xml defines the text appender {@value #TEXT_APPENDER}. The JSON format adds a console
+ * appender {@value #JSON_APPENDER} with {@link JsonLineLayout} to the root logger and then detaches the
+ * text one, so no event is lost or written twice while switching.
  */
 public final class Logging {
 
   /** Accepted {@code --log-level} values. */
   public static final List<String> LEVELS = List.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF");
 
+  /** The stdout appender of logback.xml: one text line per event. */
+  public static final String TEXT_APPENDER = "STDOUT";
+
+  /** The stdout appender {@link #useFormat} adds for {@code logging.format: json}. */
+  public static final String JSON_APPENDER = "STDOUT_JSON";
+
   private static volatile boolean bridged;
+  /** The text appender while JSON is in use, so {@link #useFormat} can switch back. */
+  private static Appender<ILoggingEvent> detachedText;
 
   private Logging() {}
+
+  /**
+   * Applies the {@code logging.*} configuration: bridges java.util.logging, selects the line format and
+   * sets the root level. Call once the configuration is loaded, before the server starts.
+   */
+  public static void configure(Config.Logging logging) {
+    bridgeJavaUtilLogging();
+    useFormat(logging.format());
+    setRootLevel(logging.level().name());
+  }
+
+  /**
+   * Writes stdout log lines as text (logback.xml's pattern) or as JSON objects ({@link JsonLineLayout}).
+   * Idempotent; does nothing when logback is not the SLF4J backend.
+   */
+  public static synchronized void useFormat(Config.LogFormat format) {
+    if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext context)) {
+      return;
+    }
+    ch.qos.logback.classic.Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);
+    if (format == Config.LogFormat.JSON) {
+      if (root.getAppender(JSON_APPENDER) == null) {
+        root.addAppender(jsonAppender(context));
+      }
+      Appender<ILoggingEvent> text = root.getAppender(TEXT_APPENDER);
+      if (text != null) {
+        root.detachAppender(text);
+        detachedText = text;
+      }
+    } else {
+      if (root.getAppender(TEXT_APPENDER) == null && detachedText != null) {
+        root.addAppender(detachedText);
+      }
+      detachedText = null;
+      Appender<ILoggingEvent> json = root.getAppender(JSON_APPENDER);
+      if (json != null) {
+        root.detachAppender(json);
+        json.stop();
+      }
+    }
+  }
+
+  private static Appender<ILoggingEvent> jsonAppender(LoggerContext context) {
+    JsonLineLayout layout = new JsonLineLayout();
+    layout.setContext(context);
+    layout.start();
+    LayoutWrappingEncoder<ILoggingEvent> encoder = new LayoutWrappingEncoder<>();
+    encoder.setContext(context);
+    encoder.setCharset(StandardCharsets.UTF_8);
+    encoder.setLayout(layout);
+    encoder.start();
+    ConsoleAppender<ILoggingEvent> appender = new ConsoleAppender<>();
+    appender.setContext(context);
+    appender.setName(JSON_APPENDER);
+    appender.setEncoder(encoder);
+    appender.start();
+    return appender;
+  }
 
   /**
    * Sets the root log level.

@@ -148,7 +148,12 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     }
     var deadline =
         timer.schedule(
-            () -> waiter.future.complete(Optional.empty()), timeout.toNanos(), TimeUnit.NANOSECONDS);
+            () -> {
+              waiter.withdraw(); // before completing: whoever sees the result sees no waiter left
+              waiter.future.complete(Optional.empty());
+            },
+            timeout.toNanos(),
+            TimeUnit.NANOSECONDS);
     waiter.future.whenComplete(
         (r, e) -> {
           deadline.cancel(false);

@@ -222,6 +222,8 @@ class ConfigLoaderTest {
     changed.put("limits.max_key_bytes", "14");
     changed.put("metrics.models", "m1,m2");
     changed.put("metrics.max_models", "5");
+    changed.put("logging.format", "json");
+    changed.put("logging.level", "warn");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
     changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
@@ -236,7 +238,8 @@ class ConfigLoaderTest {
                 new Config.Store(Config.StoreType.MEMORY, Duration.ofHours(1), "redis://other:1", 7),
                 new Config.Metadata("ns"),
                 new Config.Limits(11, 12, 13, 14),
-                new Config.Metrics(List.of("m1", "m2"), 5)));
+                new Config.Metrics(List.of("m1", "m2"), 5),
+                new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN)));
   }
 
   @Test
@@ -244,7 +247,6 @@ class ConfigLoaderTest {
     Map<String, String> env =
         Map.of(
             "DISAGG_USAGE_CONFIG", "/etc/disagg/config.yaml",
-            "DISAGG_USAGE_LOG_LEVEL", "debug",
             "DISAGG_USAGE_SERVICE_HOST", "10.0.0.7",
             "DISAGG_USAGE_SERVICE_PORT", "9002",
             "DISAGG_USAGE_SERVICE_PORT_GRPC", "9002",

@@ -101,7 +101,8 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.store(),
         d.metadata(),
         d.limits(),
-        d.metrics());
+        d.metrics(),
+        d.logging());
   }
 
   public static Config testConfig() {
