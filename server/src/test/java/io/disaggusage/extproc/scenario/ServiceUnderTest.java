@@ -94,7 +94,8 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.store(),
         d.metadata(),
         d.limits(),
-        d.metrics());
+        d.metrics(),
+        d.shutdown());
   }
 
   public static Config testConfig() {
