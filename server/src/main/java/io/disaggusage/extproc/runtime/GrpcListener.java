@@ -6,6 +6,7 @@ import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
@@ -92,7 +93,10 @@ final class GrpcListener implements AutoCloseable {
       builder
           .channelType(EpollServerDomainSocketChannel.class)
           .bossEventLoopGroup(boss)
-          .workerEventLoopGroup(workers);
+          .workerEventLoopGroup(workers)
+          // grpc-java sets TCP keepalive on every accepted channel; a Unix socket has none, and Netty
+          // would warn about the unknown option on every connection. A null value removes the option.
+          .withChildOption(ChannelOption.SO_KEEPALIVE, null);
     }
     Duration keepalive = config.keepaliveTime();
     // A zero keepalive time turns the server's pings off (grpc-java treats a huge time as "never").
