@@ -140,7 +140,7 @@ final class GrpcListener implements AutoCloseable {
     return where + (config.tls().clientAuth() ? ", mutual TLS" : ", TLS");
   }
 
-  /** The certificate new TLS handshakes present, or null without TLS. */
+  /** The listener's TLS credentials, or null without TLS. */
   ServerTls tls() {
     return tls;
   }

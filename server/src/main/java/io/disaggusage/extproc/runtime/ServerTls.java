@@ -48,6 +48,8 @@ final class ServerTls implements AutoCloseable {
   /** Digest of the files' contents last applied, and of the last contents that failed (logged once). */
   private byte[] applied;
   private byte[] failed;
+  /** True while a reload pass could not read the files (their warning is logged once). */
+  private boolean unreadable;
   private volatile X509Certificate certificate;
 
   private ServerTls(Config.Tls config, AdvancedTlsX509TrustManager trustManager) {
@@ -112,8 +114,8 @@ final class ServerTls implements AutoCloseable {
     try {
       load(false);
     } catch (StartupException | RuntimeException e) {
-      // StartupException carries the operator message; logged once per distinct file content in load()
-      log.debug("TLS reload pass failed: {}", e.getMessage());
+      // load(false) reports file problems itself and keeps the previous credentials; this is the rest
+      log.warn("TLS reload failed: {}; still serving the previous certificate", e.toString());
     }
   }
 
@@ -122,8 +124,10 @@ final class ServerTls implements AutoCloseable {
     byte[] keyPem = read("grpc.tls.key_file", config.keyFile(), initial);
     byte[] caPem = config.clientAuth() ? read("grpc.tls.client_ca_file", config.clientCaFile(), initial) : null;
     if (certPem == null || keyPem == null || (config.clientAuth() && caPem == null)) {
-      return; // unreadable during a reload: logged by read(), retried next time
+      unreadable = true; // during a reload: logged by read() once, retried next time
+      return;
     }
+    unreadable = false;
     byte[] digest = digest(certPem, keyPem, caPem);
     if (Arrays.equals(digest, applied) || (!initial && Arrays.equals(digest, failed))) {
       return;
@@ -154,13 +158,13 @@ final class ServerTls implements AutoCloseable {
       }
       failed = digest;
       log.warn(
-          "TLS reload: {}; still serving the previous certificate (serial {}), retrying every {}",
+          "TLS reload: {}; still serving the previous certificate (serial {}) until the files change"
+              + " (checked every {})",
           message,
           certificate.getSerialNumber().toString(16),
           ConfigLoader.formatDuration(config.reloadInterval()));
       return;
     }
-    keyManager.updateIdentityCredentials(chain, key);
     if (clientCas != null) {
       try {
         trustManager.updateTrustCredentials(clientCas);
@@ -170,9 +174,11 @@ final class ServerTls implements AutoCloseable {
           throw new StartupException(message, e);
         }
         failed = digest;
-        log.warn("TLS reload: {}; the client CA is unchanged", message);
+        log.warn("TLS reload: {}; still serving the previous certificate and client CA", message);
+        return;
       }
     }
+    keyManager.updateIdentityCredentials(chain, key);
     applied = digest;
     failed = null;
     certificate = chain[0];
@@ -194,7 +200,9 @@ final class ServerTls implements AutoCloseable {
       if (initial) {
         throw new StartupException(message, e);
       }
-      log.warn("TLS reload: {}; still serving the previous certificate", message);
+      if (!unreadable) {
+        log.warn("TLS reload: {}; still serving the previous certificate", message);
+      }
       return null;
     }
   }

@@ -269,6 +269,29 @@ class TransportTlsTest {
   }
 
   @Test
+  void filesThatVanishOrBreakWhileServingKeepThePreviousCertificate() throws Exception {
+    start("grpc.tls.reload_interval=200ms");
+
+    // The secret volume is briefly empty, then holds a truncated certificate.
+    Files.delete(keyFile);
+    Thread.sleep(500);
+    replaceAtomically(certFile, f -> Files.writeString(f, "-----BEGIN CERTIFICATE-----\nAAAA\n"));
+    TestPki.writeKey(keyFile, server.keys(), KeyFormat.PKCS8);
+    Thread.sleep(500);
+
+    assertThat(runtime.tlsCertificate()).contains(server.certificate());
+    CapturingTrustManager trust = trustingTheCa();
+    assertThat(check(tlsChannel(trust, null))).isEqualTo(ServingStatus.SERVING);
+    assertThat(trust.seen).isNotEmpty().allSatisfy(c -> assertThat(c).isEqualTo(server.certificate()));
+
+    // A good pair again is picked up.
+    Issued renewed = TestPki.server(ca);
+    replaceAtomically(certFile, f -> TestPki.writeCertificates(f, renewed.certificate()));
+    replaceAtomically(keyFile, f -> TestPki.writeKey(f, renewed.keys(), KeyFormat.PKCS8));
+    awaitServedSerial(renewed.serial());
+  }
+
+  @Test
   void unusableCertificateFilesStopStartUpNamingTheKey() throws Exception {
     Files.writeString(certFile, "not a certificate");
     assertThatThrownBy(this::start)
