@@ -53,13 +53,30 @@ import org.junit.jupiter.params.provider.MethodSource;
  * overlay) and across the objects of each rendered overlay (selectors, ports, the service's config).
  */
 class KubernetesPolicyTest {
-  /** The service's configuration keys (README "Configuration", {@code --help}). */
-  static final Set<String> CONFIG_KEYS = Set.of(
-      "grpc.port", "grpc.max_inbound_message_bytes", "admin.port",
-      "classification.context_clusters", "classification.generation_clusters", "classification.paths",
-      "classification.strip_accept_encoding", "ordering.context_wait", "ordering.fallback",
-      "store.type", "store.ttl", "store.redis_uri", "store.max_entries", "metadata.namespace",
-      "limits.max_body_bytes", "limits.max_event_bytes", "limits.max_usage_bytes", "limits.max_key_bytes");
+  /**
+   * The service's configuration keys, read from docs/configuration.md's key table (which the server
+   * module's ConfigurationDocTest keeps equal to the loader's key list).
+   */
+  static final Set<String> CONFIG_KEYS = documentedConfigKeys();
+
+  static Set<String> documentedConfigKeys() {
+    try {
+      Set<String> keys = new java.util.TreeSet<>();
+      java.util.regex.Matcher m =
+          java.util.regex.Pattern.compile("(?m)^\\| `([a-z_]+(?:\\.[a-z_]+)+)` \\|")
+              .matcher(java.nio.file.Files.readString(ProjectFiles.resolve("docs/configuration.md")));
+      while (m.find()) {
+        keys.add(m.group(1));
+      }
+      if (!keys.contains("grpc.port") || !keys.contains("store.type")) {
+        throw new IllegalStateException("docs/configuration.md has no key table");
+      }
+      return Set.copyOf(keys);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   static final int DEFAULT_GRPC_PORT = 9002;
   static final int DEFAULT_ADMIN_PORT = 9090;
   static final String EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor";

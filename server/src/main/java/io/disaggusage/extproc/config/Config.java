@@ -17,10 +17,74 @@ public record Config(
     Metadata metadata,
     Limits limits,
     Metrics metrics,
-    Logging logging) {
+    Logging logging,
+    Shutdown shutdown) {
 
-  /** {@code grpc.*}: the ext_proc + grpc.health.v1 listener. */
-  public record Grpc(int port, int maxInboundMessageBytes) {}
+  /**
+   * {@code grpc.*}: the ext_proc + grpc.health.v1 listener.
+   *
+   * @param port TCP port (unused with a Unix socket)
+   * @param maxInboundMessageBytes largest gRPC message accepted
+   * @param listen where to listen: empty for every interface on {@code port}, a host or IP address
+   *     for that address on {@code port}, or {@code unix:///absolute/path} for a Unix domain socket (see
+   *     {@link ListenAddress})
+   * @param tls server TLS, off unless a certificate is configured
+   * @param keepaliveTime idle time after which the server pings a connection; zero disables the pings
+   * @param keepaliveTimeout how long the server waits for a ping acknowledgement before closing the
+   *     connection
+   * @param permitKeepaliveTime the shortest interval between client pings the server tolerates (a
+   *     client pinging more often gets GOAWAY {@code too_many_pings}); zero permits any rate
+   * @param maxConcurrentStreams concurrent streams per connection; 0 for no limit
+   * @param maxConnectionIdle a connection without streams for this long is closed gracefully; zero
+   *     keeps idle connections
+   */
+  public record Grpc(
+      int port,
+      int maxInboundMessageBytes,
+      String listen,
+      Tls tls,
+      Duration keepaliveTime,
+      Duration keepaliveTimeout,
+      Duration permitKeepaliveTime,
+      int maxConcurrentStreams,
+      Duration maxConnectionIdle) {
+
+    /** {@link #listen()} parsed; the loader has validated it. */
+    public ListenAddress listenAddress() {
+      return ListenAddress.parse(listen);
+    }
+  }
+
+  /**
+   * {@code grpc.tls.*}: server TLS and, with a client CA, mutual TLS. Empty file names mean unset.
+   *
+   * @param certFile PEM certificate chain, leaf first
+   * @param keyFile PEM private key of the leaf certificate (PKCS#8, PKCS#1 RSA or SEC1 EC)
+   * @param clientCaFile PEM CA certificates that client certificates must chain to; when set, clients
+   *     must present a certificate
+   * @param reloadInterval how often the files are re-read, so a rotated certificate is served without
+   *     a restart
+   */
+  public record Tls(String certFile, String keyFile, String clientCaFile, Duration reloadInterval) {
+
+    /** True when the listener serves TLS. */
+    public boolean enabled() {
+      return !certFile.isEmpty();
+    }
+
+    /** True when clients must present a certificate that chains to {@link #clientCaFile()}. */
+    public boolean clientAuth() {
+      return !clientCaFile.isEmpty();
+    }
+  }
+
+  /**
+   * {@code shutdown.*}: what SIGTERM (and {@code close()}) does.
+   *
+   * @param drainTimeout how long in-flight ext_proc streams may run after the server stopped accepting
+   *     new ones, before they are cancelled
+   */
+  public record Shutdown(Duration drainTimeout) {}
 
   /** {@code admin.*}: the HTTP admin listener (/healthz /readyz /metrics). */
   public record Admin(int port) {}
@@ -118,7 +182,16 @@ public record Config(
   /** The embedded defaults: what {@code java -jar} runs with no config file. */
   public static Config defaults() {
     return new Config(
-        new Grpc(9002, 64 * 1024 * 1024),
+        new Grpc(
+            9002,
+            64 * 1024 * 1024,
+            "",
+            new Tls("", "", "", Duration.ofMinutes(1)),
+            Duration.ofSeconds(30),
+            Duration.ofSeconds(10),
+            Duration.ofSeconds(10),
+            0,
+            Duration.ZERO),
         new Admin(9090),
         new Classification(
             List.of(),
@@ -130,6 +203,7 @@ public record Config(
         new Metadata("disagg_usage"),
         new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256),
         new Metrics(List.of(), 20),
-        new Logging(LogFormat.TEXT, LogLevel.INFO));
+        new Logging(LogFormat.TEXT, LogLevel.INFO),
+        new Shutdown(Duration.ofSeconds(30)));
   }
 }

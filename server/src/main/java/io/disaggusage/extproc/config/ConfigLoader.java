@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -61,6 +62,15 @@ public final class ConfigLoader {
 
   /** Upper bound of {@code ordering.context_wait}. */
   public static final Duration MAX_CONTEXT_WAIT = Duration.ofHours(1);
+
+  /** Upper bound of {@code shutdown.drain_timeout}. */
+  public static final Duration MAX_DRAIN_TIMEOUT = Duration.ofHours(1);
+
+  /** Upper bound of the gRPC connection durations (keepalive, idle, certificate reload). */
+  public static final Duration MAX_CONNECTION_DURATION = Duration.ofHours(24);
+
+  /** Lower bound of {@code grpc.tls.reload_interval}: re-reading files more often gains nothing. */
+  public static final Duration MIN_TLS_RELOAD_INTERVAL = Duration.ofMillis(100);
 
   /**
    * One command-line setting.
@@ -119,6 +129,16 @@ public final class ConfigLoader {
       List.of(
           key("grpc.port", Kind.INT, c -> c.grpc().port()),
           key("grpc.max_inbound_message_bytes", Kind.SIZE, c -> c.grpc().maxInboundMessageBytes()),
+          key("grpc.listen", Kind.STRING, c -> c.grpc().listen()),
+          key("grpc.keepalive_time", Kind.DURATION, c -> c.grpc().keepaliveTime()),
+          key("grpc.keepalive_timeout", Kind.DURATION, c -> c.grpc().keepaliveTimeout()),
+          key("grpc.permit_keepalive_time", Kind.DURATION, c -> c.grpc().permitKeepaliveTime()),
+          key("grpc.max_concurrent_streams", Kind.INT, c -> c.grpc().maxConcurrentStreams()),
+          key("grpc.max_connection_idle", Kind.DURATION, c -> c.grpc().maxConnectionIdle()),
+          key("grpc.tls.cert_file", Kind.STRING, c -> c.grpc().tls().certFile()),
+          key("grpc.tls.key_file", Kind.STRING, c -> c.grpc().tls().keyFile()),
+          key("grpc.tls.client_ca_file", Kind.STRING, c -> c.grpc().tls().clientCaFile()),
+          key("grpc.tls.reload_interval", Kind.DURATION, c -> c.grpc().tls().reloadInterval()),
           key("admin.port", Kind.INT, c -> c.admin().port()),
           key("classification.context_clusters", Kind.LIST, c -> c.classification().contextClusters()),
           key(
@@ -144,7 +164,8 @@ public final class ConfigLoader {
           key("metrics.models", Kind.LIST, c -> c.metrics().models()),
           key("metrics.max_models", Kind.INT, c -> c.metrics().maxModels()),
           new Key("logging.format", Kind.ENUM, Config.LogFormat.class, c -> c.logging().format()),
-          new Key("logging.level", Kind.ENUM, Config.LogLevel.class, c -> c.logging().level()));
+          new Key("logging.level", Kind.ENUM, Config.LogLevel.class, c -> c.logging().level()),
+          key("shutdown.drain_timeout", Kind.DURATION, c -> c.shutdown().drainTimeout()));
 
   private static final Map<String, Key> BY_PATH =
       KEYS.stream()
@@ -173,6 +194,12 @@ public final class ConfigLoader {
 
   private static Key key(String path, Kind kind, Function<Config, Object> getter) {
     return new Key(path, kind, null, getter);
+  }
+
+  /** True when {@code path} groups further keys, as {@code grpc.tls} groups {@code grpc.tls.cert_file}. */
+  private static boolean isSubsection(String path) {
+    String prefix = path + ".";
+    return BY_PATH.keySet().stream().anyMatch(k -> k.startsWith(prefix));
   }
 
   /**
@@ -494,26 +521,35 @@ public final class ConfigLoader {
           problems.add("unknown key " + name + suggestion(name, SECTIONS) + " (" + origin + ")");
           continue;
         }
-        if (body.isNull()) {
-          continue;
-        }
-        if (!body.isObject()) {
-          problems.add(name + ": expected a mapping, got " + describe(body) + " (" + origin + ")");
-          continue;
-        }
-        for (Map.Entry<String, JsonNode> field : body.properties()) {
-          String path = name + "." + field.getKey();
-          Key key = BY_PATH.get(path);
-          if (key == null) {
+        applyMapping(name, body, origin);
+      }
+    }
+
+    /** The fields of section or subsection {@code prefix} (e.g. {@code grpc}, {@code grpc.tls}). */
+    private void applyMapping(String prefix, JsonNode body, String origin) {
+      if (body.isNull()) {
+        return;
+      }
+      if (!body.isObject()) {
+        problems.add(prefix + ": expected a mapping, got " + describe(body) + " (" + origin + ")");
+        return;
+      }
+      for (Map.Entry<String, JsonNode> field : body.properties()) {
+        String path = prefix + "." + field.getKey();
+        Key key = BY_PATH.get(path);
+        if (key == null) {
+          if (isSubsection(path)) {
+            applyMapping(path, field.getValue(), origin);
+          } else {
             problems.add("unknown key " + path + suggestion(path, BY_PATH.keySet()) + " (" + origin + ")");
-            continue;
           }
-          try {
-            set(key, fromNode(key, field.getValue()), origin);
-          } catch (IllegalArgumentException e) {
-            unparsed.add(path);
-            problems.add(path + ": " + e.getMessage() + " (" + origin + ")");
-          }
+          continue;
+        }
+        try {
+          set(key, fromNode(key, field.getValue()), origin);
+        } catch (IllegalArgumentException e) {
+          unparsed.add(path);
+          problems.add(path + ": " + e.getMessage() + " (" + origin + ")");
         }
       }
     }
@@ -585,7 +621,20 @@ public final class ConfigLoader {
 
     private Config build() {
       return new Config(
-          new Config.Grpc(integer("grpc.port"), integer("grpc.max_inbound_message_bytes")),
+          new Config.Grpc(
+              integer("grpc.port"),
+              integer("grpc.max_inbound_message_bytes"),
+              string("grpc.listen").trim(),
+              new Config.Tls(
+                  string("grpc.tls.cert_file").trim(),
+                  string("grpc.tls.key_file").trim(),
+                  string("grpc.tls.client_ca_file").trim(),
+                  duration("grpc.tls.reload_interval")),
+              duration("grpc.keepalive_time"),
+              duration("grpc.keepalive_timeout"),
+              duration("grpc.permit_keepalive_time"),
+              integer("grpc.max_concurrent_streams"),
+              duration("grpc.max_connection_idle")),
           new Config.Admin(integer("admin.port")),
           new Config.Classification(
               list("classification.context_clusters"),
@@ -607,7 +656,8 @@ public final class ConfigLoader {
               integer("limits.max_key_bytes")),
           new Config.Metrics(list("metrics.models"), integer("metrics.max_models")),
           new Config.Logging(
-              (Config.LogFormat) values.get("logging.format"), (Config.LogLevel) values.get("logging.level")));
+              (Config.LogFormat) values.get("logging.format"), (Config.LogLevel) values.get("logging.level")),
+          new Config.Shutdown(duration("shutdown.drain_timeout")));
     }
 
     private void validate() {
@@ -688,6 +738,94 @@ public final class ConfigLoader {
           problem("store.redis_uri", problem);
         }
       }
+      validateTransport();
+    }
+
+    /** {@code grpc.listen}, {@code grpc.tls.*}, the connection durations and {@code shutdown.*}. */
+    private void validateTransport() {
+      String listen = string("grpc.listen");
+      try {
+        ListenAddress address = ListenAddress.parse(listen);
+        if (address.isUnix()) {
+          Path parent = address.socketPath().getParent();
+          if (!Files.isDirectory(parent)) {
+            problem(
+                "grpc.listen",
+                "the socket's directory "
+                    + parent
+                    + " does not exist (it is not created; mount or create it, e.g. a volume shared with"
+                    + " Envoy)");
+          } else if (Files.isDirectory(address.socketPath())) {
+            problem("grpc.listen", address.socketPath() + " is a directory, not a socket path");
+          }
+        }
+      } catch (IllegalArgumentException e) {
+        problem("grpc.listen", e.getMessage());
+      }
+
+      for (String key :
+          List.of(
+              "grpc.keepalive_time",
+              "grpc.permit_keepalive_time",
+              "grpc.max_connection_idle")) {
+        Duration d = duration(key);
+        if (d.isNegative()) {
+          problem(key, "must not be negative (0 turns it off), got " + formatDuration(d));
+        } else if (d.compareTo(MAX_CONNECTION_DURATION) > 0) {
+          problem(key, "must be at most 24h, got " + formatDuration(d));
+        }
+      }
+      Duration keepaliveTimeout = duration("grpc.keepalive_timeout");
+      if (keepaliveTimeout.isNegative() || keepaliveTimeout.isZero()) {
+        problem("grpc.keepalive_timeout", "must be positive, got " + formatDuration(keepaliveTimeout));
+      } else if (keepaliveTimeout.compareTo(MAX_CONNECTION_DURATION) > 0) {
+        problem("grpc.keepalive_timeout", "must be at most 24h, got " + formatDuration(keepaliveTimeout));
+      }
+      int maxStreams = integer("grpc.max_concurrent_streams");
+      if (maxStreams < 0) {
+        problem("grpc.max_concurrent_streams", "must not be negative (0 means no limit), got " + maxStreams);
+      }
+
+      Duration drain = duration("shutdown.drain_timeout");
+      if (drain.isNegative()) {
+        problem("shutdown.drain_timeout", "must not be negative, got " + formatDuration(drain));
+      } else if (drain.compareTo(MAX_DRAIN_TIMEOUT) > 0) {
+        problem("shutdown.drain_timeout", "must be at most 1h, got " + formatDuration(drain));
+      }
+
+      Duration reload = duration("grpc.tls.reload_interval");
+      if (reload.compareTo(MIN_TLS_RELOAD_INTERVAL) < 0) {
+        problem("grpc.tls.reload_interval", "must be at least 100ms, got " + formatDuration(reload));
+      } else if (reload.compareTo(MAX_CONNECTION_DURATION) > 0) {
+        problem("grpc.tls.reload_interval", "must be at most 24h, got " + formatDuration(reload));
+      }
+      boolean cert = !string("grpc.tls.cert_file").isBlank();
+      boolean key = !string("grpc.tls.key_file").isBlank();
+      boolean clientCa = !string("grpc.tls.client_ca_file").isBlank();
+      // A key with a pairing problem is not also checked on disk: one message per key.
+      String unpaired = null;
+      if (cert && !key) {
+        unpaired = "grpc.tls.cert_file";
+        problem(unpaired, "is set but grpc.tls.key_file is not (set both or neither)");
+      } else if (key && !cert) {
+        unpaired = "grpc.tls.key_file";
+        problem(unpaired, "is set but grpc.tls.cert_file is not (set both or neither)");
+      } else if (clientCa && !cert) {
+        unpaired = "grpc.tls.client_ca_file";
+        problem(
+            unpaired,
+            "requires grpc.tls.cert_file and grpc.tls.key_file (client certificates are checked only"
+                + " over TLS)");
+      }
+      for (String file : List.of("grpc.tls.cert_file", "grpc.tls.key_file", "grpc.tls.client_ca_file")) {
+        String name = string(file).trim();
+        if (!name.isEmpty() && !file.equals(unpaired)) {
+          String problem = readableFileProblem(name);
+          if (problem != null) {
+            problem(file, problem);
+          }
+        }
+      }
     }
 
     private void problem(String key, String text) {
@@ -706,10 +844,34 @@ public final class ConfigLoader {
       return (Duration) values.get(key);
     }
 
+    private String string(String key) {
+      return (String) values.get(key);
+    }
+
     @SuppressWarnings("unchecked")
     private List<String> list(String key) {
       return (List<String>) values.get(key);
     }
+  }
+
+  /** Why {@code name} is not a readable regular file, or null when it is. */
+  private static String readableFileProblem(String name) {
+    Path path;
+    try {
+      path = Path.of(name);
+    } catch (InvalidPathException e) {
+      return "invalid path \"" + name + "\": " + e.getReason();
+    }
+    if (!Files.exists(path)) {
+      return "file " + path + " does not exist";
+    }
+    if (!Files.isRegularFile(path)) {
+      return path + " is not a regular file";
+    }
+    if (!Files.isReadable(path)) {
+      return "file " + path + " is not readable by this process";
+    }
+    return null;
   }
 
   private static String redisUriProblem(String text) {

@@ -2,6 +2,7 @@ package io.disaggusage.extproc.runtime;
 
 import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.extproc.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
@@ -9,15 +10,14 @@ import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.grpc.Server;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
-import java.net.BindException;
-import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Optional;
@@ -33,17 +33,18 @@ import org.slf4j.LoggerFactory;
  * The running service: owns the timer, the context usage store, the gRPC server (ext_proc,
  * grpc.health.v1, reflection) and the HTTP admin server, and starts and stops them in order.
  *
- * <p>Start order: timer, store, {@link ExtProcService}, gRPC server (health SERVING once it listens),
- * admin server. {@link #close()} reverses it: health NOT_SERVING and readiness 503, stop accepting
- * streams, let in-flight streams finish for up to {@link #SHUTDOWN_GRACE} then cancel them, stop the
- * admin server, close the store, stop the timer. {@code close()} is idempotent and safe to call from a
- * shutdown hook and another thread at once.
+ * <p>Start order: timer, store, {@link ExtProcService}, gRPC listener ({@link GrpcListener}: TCP or Unix
+ * socket, plaintext or TLS), gRPC server (health SERVING once it listens), admin server. {@link #close()}
+ * drains: health NOT_SERVING (for {@code ""} and the ext_proc service) and readiness 503, stop accepting
+ * connections and streams, let in-flight streams finish for up to {@code shutdown.drain_timeout} then
+ * cancel them, then stop the listener's resources, the admin server, the store and the timer. {@code
+ * close()} is idempotent and safe to call from a shutdown hook and another thread at once.
  */
 public final class ServerRuntime implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ServerRuntime.class);
 
-  /** How long {@link #close()} lets in-flight ext_proc streams finish before cancelling them. */
-  public static final Duration SHUTDOWN_GRACE = Duration.ofSeconds(5);
+  /** How long {@link #close()} waits for cancelled streams to end after the drain timeout. */
+  private static final Duration CANCEL_GRACE = Duration.ofSeconds(2);
 
   /** Name of the single daemon thread that runs every deadline (store waits, ext_proc timers). */
   public static final String TIMER_THREAD_NAME = "disagg-usage-timer";
@@ -59,6 +60,7 @@ public final class ServerRuntime implements AutoCloseable {
   private ScheduledExecutorService timer;
   private ContextUsageStore store;
   private HealthStatusManager health;
+  private GrpcListener listener;
   private Server grpcServer;
   private AdminServer adminServer;
   private volatile boolean serving;
@@ -105,9 +107,10 @@ public final class ServerRuntime implements AutoCloseable {
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
     ExtProcService extProc = new ExtProcService(config, store, metrics, timer);
-    int grpcPort = config.grpc().port();
+    listener = GrpcListener.prepare(config.grpc());
     grpcServer =
-        NettyServerBuilder.forAddress(new InetSocketAddress(grpcPort))
+        listener
+            .serverBuilder()
             .maxInboundMessageSize(config.grpc().maxInboundMessageBytes())
             .addService(extProc)
             .addService(health.getHealthService())
@@ -116,8 +119,9 @@ public final class ServerRuntime implements AutoCloseable {
     try {
       grpcServer.start();
     } catch (IOException e) {
-      throw new StartupException("grpc.port " + grpcPort + ": cannot listen: " + bindProblem(e), e);
+      throw new StartupException(listener.bindFailure(e), e);
     }
+    listener.started();
     serving = true;
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.SERVING);
@@ -127,15 +131,16 @@ public final class ServerRuntime implements AutoCloseable {
     try {
       adminServer = AdminServer.start(adminPort, metrics.registry(), this::notReadyReason);
     } catch (IOException e) {
-      throw new StartupException("admin.port " + adminPort + ": cannot listen: " + bindProblem(e), e);
+      throw new StartupException(
+          "admin.port " + adminPort + ": cannot listen: " + GrpcListener.bindProblem(e), e);
     }
     startupTime = Duration.ofNanos(System.nanoTime() - begin);
     log.info(
-        "disagg-usage-extproc {} started in {} ms (JVM uptime {} ms): grpc port {}, admin port {}, store {}",
+        "disagg-usage-extproc {} started in {} ms (JVM uptime {} ms): grpc {}, admin port {}, store {}",
         Version.current(),
         startupTime.toMillis(),
         ManagementFactory.getRuntimeMXBean().getUptime(),
-        grpcPort(),
+        listener.describe(grpcServer),
         adminPort(),
         config.store().type().name().toLowerCase(Locale.ROOT));
   }
@@ -186,9 +191,24 @@ public final class ServerRuntime implements AutoCloseable {
     return timer;
   }
 
-  /** The port the gRPC server listens on (the chosen one when {@code grpc.port} is 0). */
+  /**
+   * The TCP port the gRPC server listens on (the chosen one when {@code grpc.port} is 0); -1 when it
+   * listens on a Unix socket.
+   */
   public int grpcPort() {
     return grpcServer.getPort();
+  }
+
+  /** The address the gRPC server listens on: an {@link java.net.InetSocketAddress} or a Unix socket. */
+  public SocketAddress grpcAddress() {
+    return grpcServer.getListenSockets().get(0);
+  }
+
+  /** The leaf certificate new TLS handshakes present; empty without TLS. */
+  public Optional<X509Certificate> tlsCertificate() {
+    return listener == null || listener.tls() == null
+        ? Optional.empty()
+        : Optional.of(listener.tls().certificate());
   }
 
   /** The port the admin server listens on (the chosen one when {@code admin.port} is 0). */
@@ -232,8 +252,10 @@ public final class ServerRuntime implements AutoCloseable {
   }
 
   /**
-   * Stops everything, in order; waits up to {@link #SHUTDOWN_GRACE} for in-flight ext_proc streams. A
-   * second caller waits for the first one to finish.
+   * Drains and stops everything, in order: health NOT_SERVING and {@code /readyz} 503 at once, no new
+   * connections or streams, in-flight streams given up to {@code shutdown.drain_timeout} to finish and
+   * then cancelled. Returns as soon as the last stream ended. A second caller waits for the first one to
+   * finish.
    */
   @Override
   public void close() {
@@ -242,7 +264,10 @@ public final class ServerRuntime implements AutoCloseable {
       return;
     }
     long begin = System.nanoTime();
-    log.info("stopping: health NOT_SERVING, draining gRPC streams for up to {} s", SHUTDOWN_GRACE.toSeconds());
+    log.info(
+        "stopping: health NOT_SERVING, draining {} ext_proc stream(s) for up to {}",
+        metrics.activeStreams(),
+        ConfigLoader.formatDuration(config.shutdown().drainTimeout()));
     try {
       stopAll();
     } finally {
@@ -266,17 +291,24 @@ public final class ServerRuntime implements AutoCloseable {
       health.enterTerminalState();
     }
     if (grpcServer != null) {
+      Duration drain = config.shutdown().drainTimeout();
       grpcServer.shutdown();
       try {
-        if (!grpcServer.awaitTermination(SHUTDOWN_GRACE.toNanos(), TimeUnit.NANOSECONDS)) {
-          log.warn("gRPC streams still open after {} s; cancelling them", SHUTDOWN_GRACE.toSeconds());
+        if (!grpcServer.awaitTermination(drain.toNanos(), TimeUnit.NANOSECONDS)) {
+          log.warn(
+              "{} ext_proc stream(s) still open after the drain timeout of {}; cancelling them",
+              metrics.activeStreams(),
+              ConfigLoader.formatDuration(drain));
           grpcServer.shutdownNow();
-          grpcServer.awaitTermination(1, TimeUnit.SECONDS);
+          grpcServer.awaitTermination(CANCEL_GRACE.toNanos(), TimeUnit.NANOSECONDS);
         }
       } catch (InterruptedException e) {
         grpcServer.shutdownNow();
         Thread.currentThread().interrupt();
       }
+    }
+    if (listener != null) {
+      listener.close();
     }
     if (adminServer != null) {
       adminServer.close();
@@ -306,21 +338,6 @@ public final class ServerRuntime implements AutoCloseable {
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
-  }
-
-  /** The OS's reason, e.g. "Address already in use", from a bind failure however the transport wraps it. */
-  private static String bindProblem(IOException e) {
-    Throwable root = e;
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof BindException && t.getMessage() != null) {
-        return t.getMessage();
-      }
-      root = t;
-    }
-    String message = root.getMessage() != null ? root.getMessage() : root.toString();
-    // Netty's native transport: "bind(..) failed with error(-98): Address already in use"
-    int colon = message.lastIndexOf(": ");
-    return colon >= 0 && root != e ? message.substring(colon + 2) : message;
   }
 
   private static long millisSince(long nanoTime) {

@@ -33,6 +33,14 @@ class ConfigLoaderTest {
       grpc:
         port: 19002
         max_inbound_message_bytes: 8MiB
+        listen: 127.0.0.1
+        keepalive_time: 45s
+        keepalive_timeout: 5s
+        permit_keepalive_time: 1s
+        max_concurrent_streams: 5000
+        max_connection_idle: 10m
+        tls:
+          reload_interval: 30s
       admin:
         port: 19090
       classification:
@@ -56,6 +64,8 @@ class ConfigLoaderTest {
         max_event_bytes: 256KiB
         max_usage_bytes: 4KiB
         max_key_bytes: 128
+      shutdown:
+        drain_timeout: 45s
       """;
 
   private Path write(String name, String text) throws IOException {
@@ -109,7 +119,19 @@ class ConfigLoaderTest {
   void fullFileSetsEveryKey() throws Exception {
     Config config = ConfigLoader.load(write("full.yaml", FULL_YAML), Map.of());
 
-    assertThat(config.grpc()).isEqualTo(new Config.Grpc(19002, 8 * 1024 * 1024));
+    assertThat(config.grpc())
+        .isEqualTo(
+            new Config.Grpc(
+                19002,
+                8 * 1024 * 1024,
+                "127.0.0.1",
+                new Config.Tls("", "", "", Duration.ofSeconds(30)),
+                Duration.ofSeconds(45),
+                Duration.ofSeconds(5),
+                Duration.ofSeconds(1),
+                5000,
+                Duration.ofMinutes(10)));
+    assertThat(config.shutdown()).isEqualTo(new Config.Shutdown(Duration.ofSeconds(45)));
     assertThat(config.admin()).isEqualTo(new Config.Admin(19090));
     assertThat(config.classification())
         .isEqualTo(
@@ -204,6 +226,16 @@ class ConfigLoaderTest {
     Map<String, String> changed = new LinkedHashMap<>();
     changed.put("grpc.port", "1");
     changed.put("grpc.max_inbound_message_bytes", "1KiB");
+    changed.put("grpc.listen", "unix://" + dir.resolve("extproc.sock"));
+    changed.put("grpc.keepalive_time", "0s");
+    changed.put("grpc.keepalive_timeout", "3s");
+    changed.put("grpc.permit_keepalive_time", "0s");
+    changed.put("grpc.max_concurrent_streams", "100");
+    changed.put("grpc.max_connection_idle", "5m");
+    changed.put("grpc.tls.cert_file", write("tls.crt", "cert").toString());
+    changed.put("grpc.tls.key_file", write("tls.key", "key").toString());
+    changed.put("grpc.tls.client_ca_file", write("ca.crt", "ca").toString());
+    changed.put("grpc.tls.reload_interval", "250ms");
     changed.put("admin.port", "2");
     changed.put("classification.context_clusters", "ctx");
     changed.put("classification.generation_clusters", "gen");
@@ -224,6 +256,7 @@ class ConfigLoaderTest {
     changed.put("metrics.max_models", "5");
     changed.put("logging.format", "json");
     changed.put("logging.level", "warn");
+    changed.put("shutdown.drain_timeout", "0s");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
     changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
@@ -231,7 +264,20 @@ class ConfigLoaderTest {
     assertThat(config)
         .isEqualTo(
             new Config(
-                new Config.Grpc(1, 1024),
+                new Config.Grpc(
+                    1,
+                    1024,
+                    "unix://" + dir.resolve("extproc.sock"),
+                    new Config.Tls(
+                        dir.resolve("tls.crt").toString(),
+                        dir.resolve("tls.key").toString(),
+                        dir.resolve("ca.crt").toString(),
+                        Duration.ofMillis(250)),
+                    Duration.ZERO,
+                    Duration.ofSeconds(3),
+                    Duration.ZERO,
+                    100,
+                    Duration.ofMinutes(5)),
                 new Config.Admin(2),
                 new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false),
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
@@ -239,7 +285,8 @@ class ConfigLoaderTest {
                 new Config.Metadata("ns"),
                 new Config.Limits(11, 12, 13, 14),
                 new Config.Metrics(List.of("m1", "m2"), 5),
-                new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN)));
+                new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN),
+                new Config.Shutdown(Duration.ZERO)));
   }
 
   @Test
@@ -330,7 +377,42 @@ class ConfigLoaderTest {
         arguments(Map.of("store.type", "redis", "store.redis_uri", "http://redis:6379"),
             "store.redis_uri: \"http://redis:6379\" must be a redis://"),
         arguments(Map.of("store.type", "redis", "store.redis_uri", "redis://"), "store.redis_uri: invalid URI \"redis://\""),
-        arguments(Map.of("store.type", "redis", "store.redis_uri", "redis:///0"), "store.redis_uri: \"redis:///0\" has no host"));
+        arguments(Map.of("store.type", "redis", "store.redis_uri", "redis:///0"), "store.redis_uri: \"redis:///0\" has no host"),
+        arguments(Map.of("grpc.listen", "127.0.0.1:9002"),
+            "grpc.listen: \"127.0.0.1:9002\" must be a host or address without a port (the port is grpc.port)"),
+        arguments(Map.of("grpc.listen", "[::1]:9002"), "grpc.listen: \"[::1]:9002\" must be a host or address without a port"),
+        arguments(Map.of("grpc.listen", "tcp://0.0.0.0"), "grpc.listen: \"tcp://0.0.0.0\" is not a host or a unix:// socket path"),
+        arguments(Map.of("grpc.listen", "extproc host"), "grpc.listen: \"extproc host\" is not a valid host name or address"),
+        arguments(Map.of("grpc.listen", "unix://run/extproc.sock"),
+            "grpc.listen: \"unix://run/extproc.sock\" must be unix:// followed by an absolute path"),
+        arguments(Map.of("grpc.listen", "unix:/run/extproc.sock"),
+            "grpc.listen: \"unix:/run/extproc.sock\" must be unix:// followed by an absolute path"),
+        arguments(Map.of("grpc.listen", "unix:///no/such/dir/extproc.sock"),
+            "grpc.listen: the socket's directory /no/such/dir does not exist (it is not created"),
+        arguments(Map.of("grpc.listen", "unix:///tmp/" + "s".repeat(100) + ".sock"),
+            "grpc.listen: socket path is 110 bytes long; Unix socket paths are limited to 107 bytes"),
+        arguments(Map.of("grpc.keepalive_time", "PT-1S"), "grpc.keepalive_time: must not be negative (0 turns it off)"),
+        arguments(Map.of("grpc.keepalive_time", "25h"), "grpc.keepalive_time: must be at most 24h, got 25h"),
+        arguments(Map.of("grpc.keepalive_timeout", "0s"), "grpc.keepalive_timeout: must be positive, got 0s"),
+        arguments(Map.of("grpc.keepalive_timeout", "a while"), "grpc.keepalive_timeout: invalid duration \"a while\""),
+        arguments(Map.of("grpc.permit_keepalive_time", "PT-5S"), "grpc.permit_keepalive_time: must not be negative"),
+        arguments(Map.of("grpc.max_concurrent_streams", "-1"),
+            "grpc.max_concurrent_streams: must not be negative (0 means no limit), got -1"),
+        arguments(Map.of("grpc.max_concurrent_streams", "many"), "grpc.max_concurrent_streams: invalid integer \"many\""),
+        arguments(Map.of("grpc.max_connection_idle", "48h"), "grpc.max_connection_idle: must be at most 24h, got 48h"),
+        arguments(Map.of("grpc.tls.reload_interval", "10ms"), "grpc.tls.reload_interval: must be at least 100ms, got 10ms"),
+        arguments(Map.of("grpc.tls.reload_interval", "2d"), "grpc.tls.reload_interval: invalid duration \"2d\""),
+        arguments(Map.of("grpc.tls.cert_file", "/no/such/tls.crt", "grpc.tls.key_file", "/no/such/tls.key"),
+            "grpc.tls.cert_file: file /no/such/tls.crt does not exist"),
+        arguments(Map.of("grpc.tls.cert_file", "/no/such/tls.crt", "grpc.tls.key_file", "/no/such/tls.key"),
+            "grpc.tls.key_file: file /no/such/tls.key does not exist"),
+        arguments(Map.of("grpc.tls.client_ca_file", "/no/such/ca.crt"),
+            "grpc.tls.client_ca_file: requires grpc.tls.cert_file and grpc.tls.key_file"),
+        arguments(Map.of("grpc.tls.key_file", "/no/such/tls.key"),
+            "grpc.tls.key_file: is set but grpc.tls.cert_file is not (set both or neither)"),
+        arguments(Map.of("shutdown.drain_timeout", "2h"), "shutdown.drain_timeout: must be at most 1h, got 2h"),
+        arguments(Map.of("shutdown.drain_timeout", "PT-1S"), "shutdown.drain_timeout: must not be negative"),
+        arguments(Map.of("shutdown.drain_timeout", "30"), "shutdown.drain_timeout: invalid duration \"30\""));
   }
 
   @ParameterizedTest
@@ -406,6 +488,141 @@ class ConfigLoaderTest {
   void wrongTypesInTheFileNameTheirKey(String yaml, String expected) {
     ConfigException e = failure(() -> ConfigLoader.fromYaml(yaml.replace("\\n", "\n")));
     assertThat(e.getMessage()).startsWith("config error: " + expected);
+  }
+
+  @Test
+  void transportKeysComeFromNestedYamlAndFromTheEnvironment() throws Exception {
+    Path cert = write("tls.crt", "-----BEGIN CERTIFICATE-----\n");
+    Path key = write("tls.key", "-----BEGIN PRIVATE KEY-----\n");
+    Path ca = write("ca.crt", "-----BEGIN CERTIFICATE-----\n");
+    Path file =
+        write(
+            "tls.yaml",
+            """
+            grpc:
+              listen: unix://%s
+              tls:
+                cert_file: %s
+                key_file: %s
+                client_ca_file: %s
+                reload_interval: 5s
+            shutdown:
+              drain_timeout: 1m
+            """
+                .formatted(dir.resolve("extproc.sock"), cert, key, ca));
+
+    Config fromYaml = ConfigLoader.load(file, Map.of());
+    assertThat(fromYaml.grpc().listen()).isEqualTo("unix://" + dir.resolve("extproc.sock"));
+    assertThat(fromYaml.grpc().listenAddress().isUnix()).isTrue();
+    assertThat(fromYaml.grpc().listenAddress().socketPath()).isEqualTo(dir.resolve("extproc.sock"));
+    assertThat(fromYaml.grpc().tls())
+        .isEqualTo(new Config.Tls(cert.toString(), key.toString(), ca.toString(), Duration.ofSeconds(5)));
+    assertThat(fromYaml.grpc().tls().enabled()).isTrue();
+    assertThat(fromYaml.grpc().tls().clientAuth()).isTrue();
+    assertThat(fromYaml.shutdown().drainTimeout()).isEqualTo(Duration.ofMinutes(1));
+
+    Config fromEnv =
+        ConfigLoader.load(
+            null,
+            Map.of(
+                "DISAGG_USAGE_GRPC_LISTEN", "::1",
+                "DISAGG_USAGE_GRPC_TLS_CERT_FILE", cert.toString(),
+                "DISAGG_USAGE_GRPC_TLS_KEY_FILE", key.toString(),
+                "DISAGG_USAGE_GRPC_TLS_RELOAD_INTERVAL", "200ms",
+                "DISAGG_USAGE_GRPC_KEEPALIVE_TIME", "1m",
+                "DISAGG_USAGE_GRPC_KEEPALIVE_TIMEOUT", "20s",
+                "DISAGG_USAGE_GRPC_PERMIT_KEEPALIVE_TIME", "5s",
+                "DISAGG_USAGE_GRPC_MAX_CONCURRENT_STREAMS", "1000",
+                "DISAGG_USAGE_GRPC_MAX_CONNECTION_IDLE", "1h",
+                "DISAGG_USAGE_SHUTDOWN_DRAIN_TIMEOUT", "300ms"));
+    assertThat(fromEnv.grpc().listenAddress()).isEqualTo(new ListenAddress(ListenAddress.Kind.HOST, "::1", null));
+    assertThat(fromEnv.grpc().tls())
+        .isEqualTo(new Config.Tls(cert.toString(), key.toString(), "", Duration.ofMillis(200)));
+    assertThat(fromEnv.grpc().tls().clientAuth()).isFalse();
+    assertThat(fromEnv.grpc().keepaliveTime()).isEqualTo(Duration.ofMinutes(1));
+    assertThat(fromEnv.grpc().keepaliveTimeout()).isEqualTo(Duration.ofSeconds(20));
+    assertThat(fromEnv.grpc().permitKeepaliveTime()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(fromEnv.grpc().maxConcurrentStreams()).isEqualTo(1000);
+    assertThat(fromEnv.grpc().maxConnectionIdle()).isEqualTo(Duration.ofHours(1));
+    assertThat(fromEnv.shutdown().drainTimeout()).isEqualTo(Duration.ofMillis(300));
+  }
+
+  @Test
+  void transportDefaultsKeepThePlaintextListenerOnEveryInterface() throws Exception {
+    Config.Grpc grpc = ConfigLoader.load(null, Map.of()).grpc();
+    assertThat(grpc.listen()).isEmpty();
+    assertThat(grpc.listenAddress().kind()).isEqualTo(ListenAddress.Kind.ALL_INTERFACES);
+    assertThat(grpc.tls().enabled()).isFalse();
+    assertThat(grpc.tls().reloadInterval()).isEqualTo(Duration.ofMinutes(1));
+    assertThat(grpc.keepaliveTime()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(grpc.keepaliveTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(grpc.permitKeepaliveTime()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(grpc.maxConcurrentStreams()).isZero();
+    assertThat(grpc.maxConnectionIdle()).isZero();
+    assertThat(Config.defaults().shutdown().drainTimeout()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(ConfigLoader.describeKeys())
+        .extracting(k -> List.of(k.key(), k.envName(), k.defaultValue()))
+        .contains(
+            List.of("grpc.tls.reload_interval", "DISAGG_USAGE_GRPC_TLS_RELOAD_INTERVAL", "1m"),
+            List.of("shutdown.drain_timeout", "DISAGG_USAGE_SHUTDOWN_DRAIN_TIMEOUT", "30s"),
+            List.of("grpc.max_concurrent_streams", "DISAGG_USAGE_GRPC_MAX_CONCURRENT_STREAMS", "0"));
+  }
+
+  @Test
+  void tlsFileProblemsNameTheirKeyAndWhereTheValueCameFrom() throws Exception {
+    Path cert = write("tls.crt", "x");
+    Path key = write("tls.key", "x");
+    Path certDir = Files.createDirectory(dir.resolve("certs"));
+
+    ConfigException onlyCert =
+        failure(() -> ConfigLoader.load(null, Map.of("DISAGG_USAGE_GRPC_TLS_CERT_FILE", cert.toString())));
+    assertThat(onlyCert.problems())
+        .containsExactly(
+            "grpc.tls.cert_file: is set but grpc.tls.key_file is not (set both or neither)"
+                + " (from DISAGG_USAGE_GRPC_TLS_CERT_FILE)");
+
+    Path file =
+        write(
+            "dir-as-cert.yaml",
+            "grpc:\n  tls:\n    cert_file: " + certDir + "\n    key_file: " + key + "\n");
+    ConfigException directory = failure(() -> ConfigLoader.load(file, Map.of()));
+    assertThat(directory.problems())
+        .containsExactly("grpc.tls.cert_file: " + certDir + " is not a regular file (in " + file + ")");
+
+    ConfigException caMissing =
+        failure(
+            () ->
+                ConfigLoader.load(
+                    null,
+                    Map.of(
+                        "DISAGG_USAGE_GRPC_TLS_CERT_FILE", cert.toString(),
+                        "DISAGG_USAGE_GRPC_TLS_KEY_FILE", key.toString(),
+                        "DISAGG_USAGE_GRPC_TLS_CLIENT_CA_FILE", dir.resolve("absent-ca.crt").toString())));
+    assertThat(caMissing.problems())
+        .containsExactly(
+            "grpc.tls.client_ca_file: file "
+                + dir.resolve("absent-ca.crt")
+                + " does not exist (from DISAGG_USAGE_GRPC_TLS_CLIENT_CA_FILE)");
+
+    ConfigException socketIsADirectory =
+        failure(() -> ConfigLoader.load(null, Map.of("DISAGG_USAGE_GRPC_LISTEN", "unix://" + certDir)));
+    assertThat(socketIsADirectory.problems())
+        .containsExactly(
+            "grpc.listen: " + certDir + " is a directory, not a socket path (from DISAGG_USAGE_GRPC_LISTEN)");
+  }
+
+  @Test
+  void nestedSectionsReportUnknownKeysAndWrongShapesWithTheirFullPath() {
+    ConfigException typo = failure(() -> ConfigLoader.fromYaml("grpc:\n  tls:\n    cert_fil: /x\n"));
+    assertThat(typo.problems())
+        .containsExactly("unknown key grpc.tls.cert_fil (did you mean grpc.tls.cert_file?) (in YAML)");
+
+    ConfigException scalar = failure(() -> ConfigLoader.fromYaml("grpc:\n  tls: enabled\n"));
+    assertThat(scalar.problems()).containsExactly("grpc.tls: expected a mapping, got \"enabled\" (in YAML)");
+
+    ConfigException section = failure(() -> ConfigLoader.fromYaml("shutdown:\n  drain_timout: 5s\n"));
+    assertThat(section.problems())
+        .containsExactly("unknown key shutdown.drain_timout (did you mean shutdown.drain_timeout?) (in YAML)");
   }
 
   @Test

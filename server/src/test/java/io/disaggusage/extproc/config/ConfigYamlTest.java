@@ -105,7 +105,16 @@ class ConfigYamlTest {
             "\u2028sep");
     Config config =
         new Config(
-            new Config.Grpc(0, 12345),
+            new Config.Grpc(
+                0,
+                12345,
+                "::1",
+                new Config.Tls("", "", "", Duration.ofMillis(250)),
+                Duration.ofSeconds(45),
+                Duration.ofSeconds(5),
+                Duration.ZERO,
+                64,
+                Duration.ofMinutes(5)),
             new Config.Admin(65535),
             new Config.Classification(
                 awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false),
@@ -118,7 +127,8 @@ class ConfigYamlTest {
             new Config.Metadata("usage.fix-1"),
             new Config.Limits(1536, 3 * 1024 * 1024, 1, Integer.MAX_VALUE),
             new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0),
-            new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF));
+            new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF),
+            new Config.Shutdown(Duration.ofSeconds(90)));
 
     String yaml = ConfigLoader.toYaml(config);
 

@@ -102,7 +102,8 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.metadata(),
         d.limits(),
         d.metrics(),
-        d.logging());
+        d.logging(),
+        d.shutdown());
   }
 
   public static Config testConfig() {

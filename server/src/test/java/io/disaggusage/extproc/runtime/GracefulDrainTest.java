@@ -1,0 +1,252 @@
+package io.disaggusage.extproc.runtime;
+
+import static io.disaggusage.extproc.scenario.Flows.assertClean;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.config.ConfigLoader;
+import io.disaggusage.extproc.config.ConfigLoader.Setting;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.scenario.ServiceUnderTest;
+import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testing.envoy.EnvoyProfile;
+import io.disaggusage.extproc.testing.envoy.Exchange;
+import io.disaggusage.extproc.testing.envoy.ExchangeHandle;
+import io.disaggusage.extproc.testing.envoy.ExchangeResult;
+import io.disaggusage.extproc.testing.envoy.FakeEnvoy;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * SIGTERM's path ({@link ServerRuntime#close()}): announce NOT_SERVING, refuse new streams, let the
+ * exchanges in flight finish within {@code shutdown.drain_timeout}, cancel what is still open after it.
+ */
+class GracefulDrainTest {
+  private static final String CONTEXT_CLUSTER = "prefill";
+
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final List<ManagedChannel> channels = new ArrayList<>();
+  private ServerRuntime runtime;
+
+  @AfterEach
+  void tearDown() throws InterruptedException {
+    for (ManagedChannel channel : channels) {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+    if (runtime != null) {
+      runtime.close();
+    }
+  }
+
+  private ServerRuntime start(String drainTimeout) throws Exception {
+    Config config =
+        ConfigLoader.load(
+            null,
+            Map.of(),
+            List.of(
+                new Setting("grpc.port", "0", "test"),
+                new Setting("admin.port", "0", "test"),
+                new Setting("classification.context_clusters", CONTEXT_CLUSTER, "test"),
+                new Setting("ordering.context_wait", "1s", "test"),
+                new Setting("shutdown.drain_timeout", drainTimeout, "test")));
+    runtime = ServerRuntime.start(config);
+    return runtime;
+  }
+
+  private ManagedChannel newChannel() {
+    ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", runtime.grpcPort()).usePlaintext().build();
+    channels.add(channel);
+    return channel;
+  }
+
+  private int readyz() throws Exception {
+    return http.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + runtime.adminPort() + "/readyz"))
+                .timeout(Duration.ofSeconds(5))
+                .build(),
+            HttpResponse.BodyHandlers.discarding())
+        .statusCode();
+  }
+
+  /** A health Watch that records every status and cancels itself once it saw NOT_SERVING. */
+  private static List<ServingStatus> watchHealth(ManagedChannel channel, String service) {
+    List<ServingStatus> seen = new CopyOnWriteArrayList<>();
+    HealthGrpc.newStub(channel)
+        .watch(
+            HealthCheckRequest.newBuilder().setService(service).build(),
+            new ClientResponseObserver<HealthCheckRequest, HealthCheckResponse>() {
+              private ClientCallStreamObserver<HealthCheckRequest> call;
+
+              @Override
+              public void beforeStart(ClientCallStreamObserver<HealthCheckRequest> requestStream) {
+                call = requestStream;
+              }
+
+              @Override
+              public void onNext(HealthCheckResponse response) {
+                seen.add(response.getStatus());
+                if (response.getStatus() == ServingStatus.NOT_SERVING) {
+                  call.cancel("prober saw NOT_SERVING", null);
+                }
+              }
+
+              @Override
+              public void onError(Throwable t) {}
+
+              @Override
+              public void onCompleted() {}
+            });
+    return seen;
+  }
+
+  private static void await(String what, Duration limit, Check condition) throws Exception {
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (!condition.holds()) {
+      assertThat(System.nanoTime()).as("waiting for %s", what).isLessThan(deadline);
+      Thread.sleep(10);
+    }
+  }
+
+  private interface Check {
+    boolean holds() throws Exception;
+  }
+
+  /** True once a new Check RPC is refused (the server stopped accepting), false while it is answered. */
+  private static boolean newStreamRefused(ManagedChannel channel) {
+    try {
+      HealthGrpc.newBlockingStub(channel)
+          .withDeadlineAfter(2, TimeUnit.SECONDS)
+          .check(HealthCheckRequest.getDefaultInstance());
+      return false;
+    } catch (StatusRuntimeException e) {
+      assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+      return true;
+    }
+  }
+
+  @Test
+  void anExchangeInFlightCompletesUnharmedAndCloseReturnsRightAfterIt() throws Exception {
+    start("20s");
+    ManagedChannel envoyChannel = newChannel();
+    String body = "{\"model\":\"m\",\"bootstrap_host\":\"p0\",\"bootstrap_room\":4242}";
+    String contextResponse = Wire.chatCompletion("ctx", Wire.usage(120, 1, 16L));
+    try (FakeEnvoy envoy =
+        FakeEnvoy.builder(envoyChannel)
+            .config(ServiceUnderTest.shippedFilterConfig(runtime.config()))
+            .profile(EnvoyProfile.V1_37)
+            .build()) {
+      // A context exchange whose response body is still on its way from the worker.
+      ExchangeHandle inFlight =
+          envoy.start(
+              Exchange.post("/v1/chat/completions", body)
+                  .requestAttribute("xds.cluster_name", CONTEXT_CLUSTER)
+                  .responseHeader("content-type", "application/json")
+                  .responseBody(contextResponse)
+                  .gateRequestBody()
+                  .gateResponseBody()
+                  .build());
+      inFlight.awaitRequestHeadersForwarded();
+      inFlight.releaseRequestBody();
+      inFlight.awaitResponseHeadersForwarded();
+      assertThat(runtime.metrics().activeStreams()).isEqualTo(1);
+
+      ManagedChannel probeChannel = newChannel();
+      List<ServingStatus> all = watchHealth(probeChannel, "");
+      List<ServingStatus> extProc = watchHealth(probeChannel, ServerRuntime.EXT_PROC_SERVICE_NAME);
+      await("health SERVING", Duration.ofSeconds(5), () -> all.contains(ServingStatus.SERVING)
+          && extProc.contains(ServingStatus.SERVING));
+
+      // SIGTERM: close() runs on its own thread, as Main's signal handler does.
+      long begin = System.nanoTime();
+      CompletableFuture<Duration> closed =
+          CompletableFuture.supplyAsync(
+              () -> {
+                runtime.close();
+                return Duration.ofNanos(System.nanoTime() - begin);
+              });
+
+      // Promptly: both health names NOT_SERVING, /readyz 503, and new streams refused.
+      await("health NOT_SERVING", Duration.ofSeconds(2), () -> all.contains(ServingStatus.NOT_SERVING)
+          && extProc.contains(ServingStatus.NOT_SERVING));
+      assertThat(all).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
+      assertThat(extProc).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
+      assertThat(readyz()).isEqualTo(503);
+      await("new streams refused", Duration.ofSeconds(2), () -> newStreamRefused(newChannel()));
+      assertThat(newStreamRefused(envoyChannel)).as("a new stream on Envoy's own connection").isTrue();
+
+      // The exchange in flight is what keeps close() waiting ...
+      Thread.sleep(300);
+      assertThat(closed).isNotDone();
+      assertThat(runtime.isTerminated()).isFalse();
+
+      // ... and it completes as if nothing happened: the context response byte for byte, usage stored.
+      inFlight.releaseResponseBody();
+      ExchangeResult result = inFlight.awaitResult();
+      assertClean(result);
+      assertThat(result.clientResponse().bodyUtf8()).isEqualTo(contextResponse);
+      assertThat(result.streamEnd()).isNotEqualTo(ExchangeResult.StreamEnd.SERVER_FAILED);
+      assertThat(runtime.metrics().exchangeCount(Phase.CONTEXT, Outcome.STORED)).isEqualTo(1);
+
+      // close() returns as soon as the last stream ended, far from the 20 s drain timeout.
+      Duration took = closed.get(10, TimeUnit.SECONDS);
+      assertThat(took).isLessThan(Duration.ofSeconds(5));
+      assertThat(runtime.isTerminated()).isTrue();
+    }
+  }
+
+  @Test
+  void aStreamStillOpenAtTheDrainTimeoutIsCancelledAndCloseReturns() throws Exception {
+    start("300ms");
+    RawExtProcStream stuck = new RawExtProcStream(newChannel());
+    // An exchange whose request body never comes: the stream would stay open forever.
+    ProcessingResponse reply =
+        stuck.exchange(RawExtProcStream.requestHeaders("POST", "/v1/chat/completions", false));
+    assertThat(reply.hasRequestHeaders()).isTrue();
+
+    long begin = System.nanoTime();
+    runtime.close();
+    Duration took = Duration.ofNanos(System.nanoTime() - begin);
+
+    assertThat(took).isGreaterThanOrEqualTo(Duration.ofMillis(300)).isLessThan(Duration.ofSeconds(3));
+    Status end = stuck.closed().get(5, TimeUnit.SECONDS);
+    assertThat(end.getCode()).isIn(Status.Code.CANCELLED, Status.Code.UNAVAILABLE);
+    assertThat(runtime.isTerminated()).isTrue();
+    assertThat(runtime.metrics().activeStreams()).isZero();
+  }
+
+  @Test
+  void aZeroDrainTimeoutCancelsAtOnce() throws Exception {
+    start("0s");
+    RawExtProcStream open = new RawExtProcStream(newChannel());
+    open.exchange(RawExtProcStream.requestHeaders("POST", "/v1/chat/completions", false));
+
+    long begin = System.nanoTime();
+    runtime.close();
+
+    assertThat(Duration.ofNanos(System.nanoTime() - begin)).isLessThan(Duration.ofSeconds(2));
+    assertThat(open.closed().get(5, TimeUnit.SECONDS).getCode()).isNotEqualTo(Status.Code.OK);
+  }
+}
