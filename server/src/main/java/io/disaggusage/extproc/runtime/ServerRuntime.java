@@ -4,6 +4,7 @@ import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.extproc.ExtProcService;
+import io.disaggusage.extproc.extproc.Warmup;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
@@ -65,6 +66,8 @@ public final class ServerRuntime implements AutoCloseable {
   private AdminServer adminServer;
   private volatile boolean serving;
   private Duration startupTime = Duration.ZERO;
+  /** Synthetic context+generation pairs run before the listener opens. */
+  static final int WARMUP_ROUNDS = 20;
 
   private ServerRuntime(Config config, Metrics metrics) {
     this.config = config;
@@ -107,6 +110,13 @@ public final class ServerRuntime implements AutoCloseable {
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
     ExtProcService extProc = new ExtProcService(config, store, metrics, timer);
+    // Load and compile the hot paths before Envoy's first message: a cold first exchange can take
+    // longer than Envoy's 200 ms message timeout, and Envoy would let it through uncorrected.
+    Warmup.Result warmup = Warmup.run(config, timer, WARMUP_ROUNDS);
+    if (!warmup.corrected()) {
+      log.error("start-up self-check failed: a synthetic generation response was not corrected");
+    }
+    log.debug("warm-up done after {} ms ({} ms)", millisSince(begin), warmup.nanos() / 1_000_000);
     listener = GrpcListener.prepare(config.grpc());
     grpcServer =
         listener
