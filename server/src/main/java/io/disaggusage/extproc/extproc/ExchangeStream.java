@@ -550,8 +550,15 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void send(ProcessingResponse reply) {
-    if (!closed) {
+    if (closed) {
+      return;
+    }
+    try {
       out.onNext(reply);
+    } catch (io.grpc.StatusRuntimeException e) {
+      // Envoy cancelled the stream (client gone) while a deferred reply was being produced: nothing
+      // left to answer; the cancellation itself arrives through onError.
+      finish();
     }
   }
 
