@@ -70,6 +70,8 @@ public final class RedisContextUsageStore implements ContextUsageStore {
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration RECONNECT_MIN = Duration.ofMillis(50);
   private static final Duration RECONNECT_MAX = Duration.ofSeconds(1);
+  private static final int WARM_UP_ATTEMPTS = 50;
+  private static final Duration WARM_UP_PAUSE = Duration.ofMillis(20);
 
   /** KEYS: index, entry keys. ARGV: value, ttl ms, entry id, channel, wake-up message. */
   static final String PUT_SCRIPT =
@@ -279,26 +281,11 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     if (closed) {
       return;
     }
-    CompletableFuture<StatefulConnection<String, String>> main;
-    CompletableFuture<StatefulRedisPubSubConnection<String, String>> sub;
-    if (client instanceof RedisClusterClient cluster) {
-      main = cluster.connectAsync(StringCodec.UTF8).thenApply(c -> c);
-      sub = cluster.connectPubSubAsync(StringCodec.UTF8).thenApply(c -> c);
-    } else {
-      RedisClient standalone = (RedisClient) client;
-      main = standalone.connectAsync(StringCodec.UTF8, uri).toCompletableFuture().thenApply(c -> c);
-      sub = standalone.connectPubSubAsync(StringCodec.UTF8, uri).toCompletableFuture();
-    }
-    main.thenCombine(sub, (m, s) -> new Object[] {m, s})
-        .thenCompose(
-            pair -> {
-              @SuppressWarnings("unchecked")
-              StatefulConnection<String, String> m = (StatefulConnection<String, String>) pair[0];
-              @SuppressWarnings("unchecked")
-              StatefulRedisPubSubConnection<String, String> s =
-                  (StatefulRedisPubSubConnection<String, String>) pair[1];
-              return attach(m, s);
-            })
+    // The pub/sub connection second: a cluster client learns the topology on its first connection.
+    CompletableFuture<StatefulConnection<String, String>> main = connectMain();
+    CompletableFuture<StatefulRedisPubSubConnection<String, String>> sub =
+        main.thenCompose(m -> connectPubSub());
+    sub.thenCompose(s -> attach(main.join(), s))
         .whenComplete(
             (ok, error) -> {
               if (error == null) {
@@ -318,6 +305,33 @@ public final class RedisContextUsageStore implements ContextUsageStore {
                   delay.toMillis());
               timer.schedule(this::connect, delay.toMillis(), TimeUnit.MILLISECONDS);
             });
+  }
+
+  private CompletableFuture<StatefulConnection<String, String>> connectMain() {
+    try {
+      if (client instanceof RedisClusterClient cluster) {
+        // Lettuce's asynchronous cluster connect needs the topology loaded first.
+        return cluster
+            .refreshPartitionsAsync()
+            .toCompletableFuture()
+            .thenCompose(loaded -> cluster.connectAsync(StringCodec.UTF8))
+            .thenApply(c -> c);
+      }
+      return ((RedisClient) client).connectAsync(StringCodec.UTF8, uri).toCompletableFuture().thenApply(c -> c);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private CompletableFuture<StatefulRedisPubSubConnection<String, String>> connectPubSub() {
+    try {
+      if (client instanceof RedisClusterClient cluster) {
+        return cluster.connectPubSubAsync(StringCodec.UTF8).thenApply(c -> c);
+      }
+      return ((RedisClient) client).connectPubSubAsync(StringCodec.UTF8, uri).toCompletableFuture();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   @SuppressWarnings("unchecked")
@@ -359,21 +373,54 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     return sub.async()
         .subscribe(format.channel())
         .toCompletableFuture()
-        .thenRun(
-            () -> {
+        .thenCompose(subscribedOk -> warmUp(async, WARM_UP_ATTEMPTS))
+        .thenAccept(
+            count -> {
               this.commands = async;
               this.connection = main;
               this.pubsub = sub;
               this.subscribed = true;
+              this.entries = count;
               this.healthy = true;
               connectDelay = RECONNECT_MIN;
               log.info("Redis store: connected to {}", target);
               if (closed) {
                 closeConnections();
-              } else {
-                refreshCount();
               }
             });
+  }
+
+  /**
+   * The first command through a new connection, retried briefly: a cluster client opens the connection
+   * to the node serving this store's slot on first use and rejects commands until it is up.
+   */
+  private CompletableFuture<Long> warmUp(RedisClusterAsyncCommands<String, String> async, int attempts) {
+    return this.<Long>script(async, countSha, COUNT_SCRIPT, ScriptOutputType.INTEGER, List.of(format.indexKey()))
+        .handle(
+            (count, error) -> {
+              if (error == null) {
+                return CompletableFuture.completedFuture(count);
+              }
+              if (attempts <= 1 || closed) {
+                return CompletableFuture.<Long>failedFuture(unwrap(error));
+              }
+              CompletableFuture<Long> retry = new CompletableFuture<>();
+              timer.schedule(
+                  () -> {
+                    warmUp(async, attempts - 1)
+                        .whenComplete((c, e) -> {
+                          if (e == null) {
+                            retry.complete(c);
+                          } else {
+                            retry.completeExceptionally(e);
+                          }
+                        });
+                  },
+                  WARM_UP_PAUSE.toMillis(),
+                  TimeUnit.MILLISECONDS);
+              return retry;
+            })
+        .thenCompose(f -> f);
   }
 
   private void checkHealth() {
@@ -584,7 +631,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
       healthTask.cancel(false);
     }
     List.copyOf(waiterSet).forEach(w -> w.finish(Optional.empty()));
-    closeConnections();
+    // Shutting the client down closes its connections.
     try {
       client.shutdownAsync(0, 2, TimeUnit.SECONDS).get(3, TimeUnit.SECONDS);
       resources.shutdown(0, 2, TimeUnit.SECONDS).get(3, TimeUnit.SECONDS);
@@ -616,6 +663,16 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     if (async == null || closed) {
       return CompletableFuture.failedFuture(unavailable());
     }
+    return script(async, sha, source, type, keys, args);
+  }
+
+  private <T> CompletableFuture<T> script(
+      RedisClusterAsyncCommands<String, String> async,
+      String sha,
+      String source,
+      ScriptOutputType type,
+      List<String> keys,
+      String... args) {
     String[] keyArray = keys.toArray(String[]::new);
     try {
       CompletableFuture<T> bySha =
@@ -645,8 +702,18 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
   }
 
+  /** The failure and its root cause, for logs; URIs in messages lose their credentials. */
   private static String reason(Throwable t) {
     Throwable e = unwrap(t);
+    Throwable root = e;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String text = describe(e);
+    return root == e ? text : text + " (cause: " + describe(root) + ")";
+  }
+
+  private static String describe(Throwable e) {
     String message = e.getMessage();
     return e.getClass().getSimpleName() + (message == null ? "" : ": " + redact(message));
   }

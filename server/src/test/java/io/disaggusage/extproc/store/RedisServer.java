@@ -44,6 +44,54 @@ public final class RedisServer implements AutoCloseable {
     return server;
   }
 
+  /** A server on {@code port}, e.g. one a store was configured with before Redis was there. */
+  public static RedisServer startOn(int port, String... extraArgs) throws IOException {
+    requireBinary();
+    RedisServer server = new RedisServer(port, List.of(extraArgs));
+    server.launch();
+    return server;
+  }
+
+  /**
+   * A one-node Redis Cluster: cluster mode on, every slot assigned to this node, state {@code ok}.
+   * Enough for a {@code RedisClusterClient}, whose commands then go through cluster routing.
+   */
+  public static RedisServer startCluster() throws IOException {
+    requireBinary();
+    int port = freePort();
+    RedisServer server =
+        new RedisServer(
+            port, List.of("--cluster-enabled", "yes", "--cluster-announce-ip", "127.0.0.1", "--cluster-config-file", "nodes-" + port + "-" + System.nanoTime() + ".conf"));
+    server.launch();
+    io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create(server.uri());
+    try (var connection = client.connect()) {
+      var sync = connection.sync();
+      int[] slots = new int[16384];
+      for (int i = 0; i < slots.length; i++) {
+        slots[i] = i;
+      }
+      sync.clusterAddSlots(slots);
+      long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      while (!sync.clusterInfo().contains("cluster_state:ok")) {
+        if (System.nanoTime() > deadline) {
+          throw new IOException("one-node cluster did not reach cluster_state:ok");
+        }
+        Thread.sleep(20);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException(e);
+    } finally {
+      client.shutdown();
+    }
+    return server;
+  }
+
+  /** A loopback port nothing listens on now. */
+  public static int unusedPort() throws IOException {
+    return freePort();
+  }
+
   /** Whether {@code redis-server} is on {@code PATH}. */
   public static boolean available() {
     String path = System.getenv("PATH");
