@@ -268,7 +268,10 @@ public final class RedisContextUsageStore implements ContextUsageStore {
       }
       return uri;
     } catch (RuntimeException e) {
-      String reason = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+      String reason =
+          e instanceof NumberFormatException
+              ? "the database (path) must be a number"
+              : e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       throw new IllegalArgumentException(
           "invalid Redis URI " + redact(text) + ": " + redact(reason), e);
     }
