@@ -255,6 +255,37 @@ class RedisContextUsageStoreTest {
         .isEqualTo("mymaster");
   }
 
+  @Test
+  void theDocumentedConfigurationAndValueAreWhatTheServiceReads() throws Exception {
+    String doc =
+        java.nio.file.Files.readString(
+            java.nio.file.Path.of(System.getProperty("project.root", ".."), "docs", "redis.md"));
+    java.util.regex.Matcher yaml = java.util.regex.Pattern.compile("```yaml\n(store:.*?)```", java.util.regex.Pattern.DOTALL).matcher(doc);
+    assertThat(yaml.find()).as("a store: yaml block in docs/redis.md").isTrue();
+    var store = io.disaggusage.extproc.config.ConfigLoader.fromYaml(yaml.group(1)).store();
+    assertThat(store.type()).isEqualTo(io.disaggusage.extproc.config.Config.StoreType.REDIS);
+    assertThat(store.keyPrefix()).isEqualTo("disagg_usage:");
+    assertThat(store.redisTimeout()).isEqualTo(Duration.ofMillis(50));
+    assertThat(store).isEqualTo(
+        new io.disaggusage.extproc.config.Config.Store(
+            io.disaggusage.extproc.config.Config.StoreType.REDIS,
+            Duration.ofSeconds(60),
+            "redis://redis.example:6379",
+            io.disaggusage.extproc.config.Config.defaults().store().maxEntries(),
+            "disagg_usage:",
+            Duration.ofMillis(50),
+            false));
+
+    java.util.regex.Matcher json = java.util.regex.Pattern.compile("```json\n(.*?)\n```", java.util.regex.Pattern.DOTALL).matcher(doc);
+    assertThat(json.find()).as("the value example in docs/redis.md").isTrue();
+    RedisEntryFormat.Entry entry = RedisEntryFormat.decode(json.group(1).replace("\n", ""));
+    assertThat(entry.keys()).containsExactly("trt:2748779069441234567", "trt:2748779069441234999");
+    assertThat(entry.usage())
+        .isEqualTo(new ContextUsage(BigInteger.valueOf(4096), Map.of("cached_tokens", "1024"), BigInteger.valueOf(1024)));
+    RedisEntryFormat format = new RedisEntryFormat("disagg_usage:");
+    assertThat(doc).contains(format.key("trt:2748779069441234567"), format.indexKey().replace("disagg_usage:", "<prefix>"));
+  }
+
   private static void assertFailsWithin(Supplier<CompletableFuture<?>> operation, Duration limit) throws Exception {
     long start = System.nanoTime();
     CompletableFuture<?> future = operation.get();
