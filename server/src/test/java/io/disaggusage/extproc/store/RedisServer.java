@@ -28,12 +28,15 @@ public final class RedisServer implements AutoCloseable {
   private final int port;
   private final List<String> extraArgs;
   private final Path log;
+  private final Path clusterConfig;
   private Process process;
 
   private RedisServer(int port, List<String> extraArgs) throws IOException {
     this.port = port;
     this.extraArgs = extraArgs;
     this.log = Files.createTempFile("redis-server-" + port + "-", ".log");
+    int file = extraArgs.indexOf("--cluster-config-file");
+    this.clusterConfig = file < 0 ? null : log.getParent().resolve(extraArgs.get(file + 1));
   }
 
   /** Starts a server, or skips (fails in CI) the calling test when {@code redis-server} is missing. */
@@ -208,6 +211,9 @@ public final class RedisServer implements AutoCloseable {
     stop();
     try {
       Files.deleteIfExists(log);
+      if (clusterConfig != null) {
+        Files.deleteIfExists(clusterConfig);
+      }
     } catch (IOException ignored) {
       // a leftover temp log is harmless
     }

@@ -19,7 +19,12 @@ public final class RedisStores {
   public static RedisContextUsageStore openReady(
       RedisContextUsageStore.Settings settings, ScheduledExecutorService timer) {
     RedisContextUsageStore store = RedisContextUsageStore.open(settings, timer);
-    awaitReady(store, Duration.ofSeconds(10));
+    try {
+      awaitReady(store, Duration.ofSeconds(10));
+    } catch (AssertionError e) {
+      store.close();
+      throw e;
+    }
     return store;
   }
 
