@@ -1,19 +1,13 @@
 package io.disaggusage.extproc.store;
 
 import java.time.Duration;
-import org.junit.jupiter.api.BeforeAll;
 
 /**
  * The store specification against a (one-node) Redis Cluster through Lettuce's cluster client
  * ({@code store.redis_cluster: true}): the scripts run under cluster routing, so every key of an entry
  * must hash to one slot.
  */
-class RedisClusterStoreSpecTest extends RedisStoreSpecTest {
-
-  @BeforeAll
-  static void startRedis() throws Exception {
-    redis = RedisServer.startCluster();
-  }
+class RedisClusterStoreSpecTest extends RedisStoreSpecTest implements RedisStoreSpecTest.OnCluster {
 
   @Override
   protected RedisContextUsageStore.Settings settings(Duration ttl) {

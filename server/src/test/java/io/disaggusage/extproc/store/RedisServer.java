@@ -25,6 +25,13 @@ public final class RedisServer implements AutoCloseable {
   /** The binary; {@code .ci/run} installs Debian's {@code redis-server} package. */
   public static final String BINARY = "redis-server";
 
+  /** Servers still running when the test JVM exits (a test that never closed its server) are killed. */
+  private static final java.util.Set<Process> LIVE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  static {
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(Process::destroyForcibly)));
+  }
+
   private final int port;
   private final List<String> extraArgs;
   private final Path log;
@@ -139,6 +146,7 @@ public final class RedisServer implements AutoCloseable {
     if (process != null) {
       process.destroyForcibly();
       process.waitFor(10, TimeUnit.SECONDS);
+      LIVE.remove(process);
       process = null;
     }
   }
@@ -167,6 +175,7 @@ public final class RedisServer implements AutoCloseable {
             .redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
             .start();
+    LIVE.add(process);
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
     while (System.nanoTime() < deadline) {
       if (!process.isAlive()) {

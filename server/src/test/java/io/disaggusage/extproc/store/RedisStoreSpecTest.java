@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.TestInfo;
 
 /**
  * The store specification against the Redis store on a real redis-server: "another replica" is a second
@@ -15,9 +16,13 @@ class RedisStoreSpecTest extends ContextUsageStoreSpec {
 
   private final Map<ContextUsageStore, RedisContextUsageStore.Settings> settings = new HashMap<>();
 
+  /** Marks a subclass that runs the specification on a Redis Cluster instead. */
+  interface OnCluster {}
+
   @BeforeAll
-  static void startRedis() throws Exception {
-    redis = RedisServer.start();
+  static void startRedis(TestInfo info) throws Exception {
+    boolean cluster = OnCluster.class.isAssignableFrom(info.getTestClass().orElseThrow());
+    redis = cluster ? RedisServer.startCluster() : RedisServer.start();
   }
 
   @AfterAll
