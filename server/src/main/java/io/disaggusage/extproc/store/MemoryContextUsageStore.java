@@ -146,9 +146,15 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
       waiter.future.complete(raced);
       return waiter.future;
     }
+    // Withdrawn before completing: whoever sees the empty result sees no waiter left.
     var deadline =
         timer.schedule(
-            () -> waiter.future.complete(Optional.empty()), timeout.toNanos(), TimeUnit.NANOSECONDS);
+            () -> {
+              waiter.withdraw();
+              waiter.future.complete(Optional.empty());
+            },
+            timeout.toNanos(),
+            TimeUnit.NANOSECONDS);
     waiter.future.whenComplete(
         (r, e) -> {
           deadline.cancel(false);

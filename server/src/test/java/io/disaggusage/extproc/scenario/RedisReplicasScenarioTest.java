@@ -40,7 +40,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * unmodified and promptly; once it is back, usage is corrected again without a restart.
  */
 class RedisReplicasScenarioTest {
-  private static final Duration REDIS_TIMEOUT = Duration.ofMillis(100);
+  private static final Duration REDIS_TIMEOUT = Duration.ofMillis(50); // the default, well below Envoy's 200 ms
   /** What an exchange may take in this harness beyond one Redis timeout (in-process gRPC, a busy CI host). */
   private static final Duration EXCHANGE_BUDGET = REDIS_TIMEOUT.plus(Duration.ofMillis(900));
 
