@@ -162,10 +162,19 @@ class MainTest {
   }
 
   @Test
-  void redisStoreFailsAtStartupWithExitCode1() {
-    Run run = run(Map.of(), "--grpc-port", "0", "--admin-port", "0", "--set", "store.type=redis");
+  void redisUriLettuceRejectsFailsAtStartupWithExitCode1() {
+    Run run =
+        run(
+            Map.of(),
+            "--grpc-port", "0", "--admin-port", "0",
+            "--set", "store.type=redis",
+            "--set", "store.redis_uri=redis-sentinel://127.0.0.1:26379");
     assertThat(run.exitCode()).isEqualTo(1);
-    assertThat(run.err()).isEqualTo("startup error: store.type: redis is not available in this build" + System.lineSeparator());
+    assertThat(run.err())
+        .isEqualTo(
+            "startup error: store.redis_uri: invalid Redis URI redis-sentinel://127.0.0.1:26379: "
+                + "URI must contain the sentinelMasterId"
+                + System.lineSeparator());
   }
 
   @Test

@@ -128,8 +128,18 @@ public record Config(
    * {@code store.*}: where context usage waits for its generation exchange.
    *
    * @param maxEntries bound on entries held by the memory store
+   * @param keyPrefix prefix of every Redis key and channel the Redis store uses (docs/redis.md)
+   * @param redisTimeout budget of one Redis command; past it the exchange passes through
+   * @param redisCluster connect to {@code redisUri} as a Redis Cluster seed node
    */
-  public record Store(StoreType type, Duration ttl, String redisUri, long maxEntries) {}
+  public record Store(
+      StoreType type,
+      Duration ttl,
+      String redisUri,
+      long maxEntries,
+      String keyPrefix,
+      Duration redisTimeout,
+      boolean redisCluster) {}
 
   /** {@code metadata.*}: Envoy dynamic metadata (behaviour.md §7). */
   public record Metadata(String namespace) {}
@@ -199,7 +209,14 @@ public record Config(
             List.of("/v1/chat/completions", "/v1/completions", "/v1/responses"),
             true),
         new Ordering(Duration.ofSeconds(2), Fallback.PASSTHROUGH),
-        new Store(StoreType.MEMORY, Duration.ofSeconds(60), "redis://127.0.0.1:6379", 100_000),
+        new Store(
+            StoreType.MEMORY,
+            Duration.ofSeconds(60),
+            "redis://127.0.0.1:6379",
+            100_000,
+            "disagg_usage:",
+            Duration.ofMillis(50),
+            false),
         new Metadata("disagg_usage"),
         new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256),
         new Metrics(List.of(), 20),

@@ -72,6 +72,9 @@ public final class ConfigLoader {
   /** Lower bound of {@code grpc.tls.reload_interval}: re-reading files more often gains nothing. */
   public static final Duration MIN_TLS_RELOAD_INTERVAL = Duration.ofMillis(100);
 
+  /** The largest {@code store.redis_timeout}: a slow Redis must never hold LLM traffic longer. */
+  public static final Duration MAX_REDIS_TIMEOUT = Duration.ofSeconds(5);
+
   /**
    * One command-line setting.
    *
@@ -156,6 +159,9 @@ public final class ConfigLoader {
           key("store.ttl", Kind.DURATION, c -> c.store().ttl()),
           key("store.redis_uri", Kind.STRING, c -> c.store().redisUri()),
           key("store.max_entries", Kind.COUNT, c -> c.store().maxEntries()),
+          key("store.key_prefix", Kind.STRING, c -> c.store().keyPrefix()),
+          key("store.redis_timeout", Kind.DURATION, c -> c.store().redisTimeout()),
+          key("store.redis_cluster", Kind.BOOL, c -> c.store().redisCluster()),
           key("metadata.namespace", Kind.STRING, c -> c.metadata().namespace()),
           key("limits.max_body_bytes", Kind.SIZE, c -> c.limits().maxBodyBytes()),
           key("limits.max_event_bytes", Kind.SIZE, c -> c.limits().maxEventBytes()),
@@ -184,6 +190,7 @@ public final class ConfigLoader {
   private static final Pattern KUBERNETES_SERVICE_LINK =
       Pattern.compile(
           "DISAGG_USAGE_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\\d+_(TCP|UDP|SCTP)(_(PORT|PROTO|ADDR))?)?)");
+  private static final Pattern KEY_PREFIX = Pattern.compile("[A-Za-z0-9_.:-]{1,64}");
   private static final Set<String> REDIS_SCHEMES =
       Set.of("redis", "rediss", "redis-sentinel", "rediss-sentinel");
 
@@ -647,7 +654,10 @@ public final class ConfigLoader {
               (Config.StoreType) values.get("store.type"),
               duration("store.ttl"),
               (String) values.get("store.redis_uri"),
-              ((Number) values.get("store.max_entries")).longValue()),
+              ((Number) values.get("store.max_entries")).longValue(),
+              (String) values.get("store.key_prefix"),
+              duration("store.redis_timeout"),
+              (Boolean) values.get("store.redis_cluster")),
           new Config.Metadata((String) values.get("metadata.namespace")),
           new Config.Limits(
               integer("limits.max_body_bytes"),
@@ -736,7 +746,22 @@ public final class ConfigLoader {
         String problem = redisUriProblem((String) values.get("store.redis_uri"));
         if (problem != null) {
           problem("store.redis_uri", problem);
+        } else if ((Boolean) values.get("store.redis_cluster")
+            && ((String) values.get("store.redis_uri")).trim().toLowerCase(Locale.ROOT).contains("-sentinel:")) {
+          problem("store.redis_cluster", "cannot be combined with a Sentinel store.redis_uri");
         }
+      }
+      String keyPrefix = (String) values.get("store.key_prefix");
+      if (!KEY_PREFIX.matcher(keyPrefix).matches()) {
+        problem(
+            "store.key_prefix",
+            "\"" + keyPrefix + "\" must be 1 to 64 characters of [A-Za-z0-9_.:-] (no braces: docs/redis.md)");
+      }
+      Duration redisTimeout = duration("store.redis_timeout");
+      if (redisTimeout.compareTo(Duration.ofMillis(1)) < 0 || redisTimeout.compareTo(MAX_REDIS_TIMEOUT) > 0) {
+        problem(
+            "store.redis_timeout",
+            "must be between 1ms and " + formatDuration(MAX_REDIS_TIMEOUT) + ", got " + formatDuration(redisTimeout));
       }
       validateTransport();
     }

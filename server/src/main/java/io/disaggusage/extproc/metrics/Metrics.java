@@ -10,6 +10,7 @@ import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.math.BigInteger;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -180,6 +181,15 @@ public final class Metrics {
         .name("disagg_usage_store_entries")
         .help("Context usage entries currently held by the store")
         .callback(cb -> cb.call(entries.getAsLong()))
+        .register(registry);
+  }
+
+  /** Exposes the store's readiness as {@code disagg_usage_store_ready}: 1 ready, 0 not (e.g. Redis down). */
+  public void registerStoreReady(BooleanSupplier ready) {
+    GaugeWithCallback.builder()
+        .name("disagg_usage_store_ready")
+        .help("1 while the context-usage store can take puts and lookups, 0 while it cannot (Redis unreachable)")
+        .callback(cb -> cb.call(ready.getAsBoolean() ? 1 : 0))
         .register(registry);
   }
 }

@@ -8,6 +8,7 @@ import io.disaggusage.extproc.extproc.Warmup;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
+import io.disaggusage.extproc.store.RedisContextUsageStore;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.grpc.Server;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -102,6 +103,7 @@ public final class ServerRuntime implements AutoCloseable {
     timer = newTimer();
     store = openStore(config.store(), timer);
     metrics.registerStoreSize(store::size);
+    metrics.registerStoreReady(store::isReady);
     log.debug("store {} open after {} ms", config.store().type(), millisSince(begin));
     JvmMetrics.builder().register(metrics.registry());
     log.debug("JVM metrics registered after {} ms", millisSince(begin));
@@ -162,8 +164,24 @@ public final class ServerRuntime implements AutoCloseable {
       throws StartupException {
     return switch (store.type()) {
       case MEMORY -> new MemoryContextUsageStore(store.ttl(), store.maxEntries(), timer);
-      case REDIS -> throw new StartupException("store.type: redis is not available in this build");
+      case REDIS -> openRedisStore(store, timer);
     };
+  }
+
+  /**
+   * The Redis store. An invalid {@code store.redis_uri} stops the start; an unreachable Redis does not:
+   * the store connects in the background and traffic passes through until it has.
+   */
+  private static ContextUsageStore openRedisStore(Config.Store store, ScheduledExecutorService timer)
+      throws StartupException {
+    try {
+      return RedisContextUsageStore.open(
+          new RedisContextUsageStore.Settings(
+              store.redisUri(), store.redisCluster(), store.keyPrefix(), store.ttl(), store.redisTimeout()),
+          timer);
+    } catch (IllegalArgumentException e) {
+      throw new StartupException("store.redis_uri: " + e.getMessage(), e);
+    }
   }
 
   /** A single-thread scheduler on a daemon thread named {@value #TIMER_THREAD_NAME}. */

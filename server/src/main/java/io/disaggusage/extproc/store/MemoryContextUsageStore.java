@@ -146,6 +146,7 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
       waiter.future.complete(raced);
       return waiter.future;
     }
+    // Withdrawn before completing: whoever sees the empty result sees no waiter left.
     var deadline =
         timer.schedule(
             () -> {

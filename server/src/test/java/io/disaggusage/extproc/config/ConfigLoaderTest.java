@@ -57,6 +57,9 @@ class ConfigLoaderTest {
         ttl: 2m
         redis_uri: rediss://user:secret@redis.example:6380/2
         max_entries: 5000
+        key_prefix: "llm:usage:"
+        redis_timeout: 20ms
+        redis_cluster: true
       metadata:
         namespace: usage.fix-1
       limits:
@@ -145,7 +148,10 @@ class ConfigLoaderTest {
                 Config.StoreType.MEMORY,
                 Duration.ofMinutes(2),
                 "rediss://user:secret@redis.example:6380/2",
-                5000));
+                5000,
+                "llm:usage:",
+                Duration.ofMillis(20),
+                true));
     assertThat(config.metadata().namespace()).isEqualTo("usage.fix-1");
     assertThat(config.limits()).isEqualTo(new Config.Limits(1024 * 1024, 256 * 1024, 4096, 128));
   }
@@ -247,6 +253,9 @@ class ConfigLoaderTest {
     changed.put("store.ttl", "1h");
     changed.put("store.redis_uri", "redis://other:1");
     changed.put("store.max_entries", "7");
+    changed.put("store.key_prefix", "p:");
+    changed.put("store.redis_timeout", "9ms");
+    changed.put("store.redis_cluster", "true");
     changed.put("metadata.namespace", "ns");
     changed.put("limits.max_body_bytes", "11");
     changed.put("limits.max_event_bytes", "12");
@@ -281,7 +290,14 @@ class ConfigLoaderTest {
                 new Config.Admin(2),
                 new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false),
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
-                new Config.Store(Config.StoreType.MEMORY, Duration.ofHours(1), "redis://other:1", 7),
+                new Config.Store(
+                    Config.StoreType.MEMORY,
+                    Duration.ofHours(1),
+                    "redis://other:1",
+                    7,
+                    "p:",
+                    Duration.ofMillis(9),
+                    true),
                 new Config.Metadata("ns"),
                 new Config.Limits(11, 12, 13, 14),
                 new Config.Metrics(List.of("m1", "m2"), 5),
@@ -412,7 +428,15 @@ class ConfigLoaderTest {
             "grpc.tls.key_file: is set but grpc.tls.cert_file is not (set both or neither)"),
         arguments(Map.of("shutdown.drain_timeout", "2h"), "shutdown.drain_timeout: must be at most 1h, got 2h"),
         arguments(Map.of("shutdown.drain_timeout", "PT-1S"), "shutdown.drain_timeout: must not be negative"),
-        arguments(Map.of("shutdown.drain_timeout", "30"), "shutdown.drain_timeout: invalid duration \"30\""));
+        arguments(Map.of("shutdown.drain_timeout", "30"), "shutdown.drain_timeout: invalid duration \"30\""),
+        arguments(
+            Map.of("store.type", "redis", "store.redis_uri", "redis-sentinel://s1:26379#mymaster", "store.redis_cluster", "true"),
+            "store.redis_cluster: cannot be combined with a Sentinel store.redis_uri"),
+        arguments(Map.of("store.key_prefix", ""), "store.key_prefix: \"\" must be 1 to 64 characters"),
+        arguments(Map.of("store.key_prefix", "{tag}:"), "store.key_prefix: \"{tag}:\" must be 1 to 64 characters"),
+        arguments(Map.of("store.redis_timeout", "0ms"), "store.redis_timeout: must be between 1ms and 5s, got 0s"),
+        arguments(Map.of("store.redis_timeout", "10s"), "store.redis_timeout: must be between 1ms and 5s, got 10s"),
+        arguments(Map.of("store.redis_cluster", "maybe"), "store.redis_cluster: invalid boolean \"maybe\""));
   }
 
   @ParameterizedTest

@@ -25,6 +25,7 @@ class ObservabilityDocsTest {
   static Set<String> exported() {
     Metrics metrics = Metrics.standalone();
     metrics.registerStoreSize(() -> 0);
+    metrics.registerStoreReady(() -> true);
     Set<String> names = new HashSet<>();
     for (MetricSnapshot s : metrics.registry().scrape()) {
       String name = s.getMetadata().getPrometheusName();

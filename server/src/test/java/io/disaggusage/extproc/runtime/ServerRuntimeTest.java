@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
+import io.disaggusage.extproc.store.RedisContextUsageStore;
+import io.disaggusage.extproc.store.RedisServer;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -278,10 +280,33 @@ class ServerRuntimeTest {
   }
 
   @Test
-  void redisStoreIsNotAvailableYet() {
-    assertThatThrownBy(() -> ServerRuntime.start(config("store.type=redis")))
+  void aRedisUriLettuceRejectsIsAStartupErrorNamingTheKey() {
+    assertThatThrownBy(
+            () -> ServerRuntime.start(config("store.type=redis", "store.redis_uri=redis://user:s3cret@127.0.0.1:6379/x")))
         .isInstanceOf(StartupException.class)
-        .hasMessage("store.type: redis is not available in this build");
+        .hasMessage(
+            "store.redis_uri: invalid Redis URI redis://***@127.0.0.1:6379/x: the database (path) must be a number");
+  }
+
+  @Test
+  void redisStoreStartsNotReadyWhileRedisIsUnreachableAndBecomesReadyWhenItAnswers() throws Exception {
+    int port = RedisServer.unusedPort();
+    start("store.type=redis", "store.redis_uri=redis://127.0.0.1:" + port);
+    assertThat(runtime.store()).isInstanceOf(RedisContextUsageStore.class);
+    assertThat(health().check(service(EXT_PROC)).getStatus()).isEqualTo(ServingStatus.SERVING);
+    HttpResponse<String> readyz = get("/readyz");
+    assertThat(readyz.statusCode()).isEqualTo(503);
+    assertThat(readyz.body()).isEqualTo("not ready: context usage store not ready\n");
+    assertThat(get("/metrics").body()).contains("disagg_usage_store_ready 0");
+
+    try (RedisServer redis = RedisServer.startOn(port)) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (get("/readyz").statusCode() != 200 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(get("/readyz").statusCode()).isEqualTo(200);
+      assertThat(get("/metrics").body()).contains("disagg_usage_store_ready 1");
+    }
   }
 
   @Test

@@ -37,10 +37,19 @@ public final class Flows {
    * Envoy before the context response body does.
    */
   public static ExchangeResult[] generationFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    ExchangeHandle g = envoy.start(gen.gateRequestBody().gateResponseBody().build());
+    return generationFirst(envoy, ctx, envoy, gen);
+  }
+
+  /**
+   * Generation-first with the two legs through different Envoys (hence different service replicas): the
+   * context exchange through {@code ctxEnvoy}, the generation exchange through {@code genEnvoy}.
+   */
+  public static ExchangeResult[] generationFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    ExchangeHandle g = genEnvoy.start(gen.gateRequestBody().gateResponseBody().build());
     g.awaitRequestHeadersForwarded();
     g.releaseRequestBody();
-    ExchangeHandle c = envoy.start(ctx.gateRequestBody().gateResponseBody().build());
+    ExchangeHandle c = ctxEnvoy.start(ctx.gateRequestBody().gateResponseBody().build());
     c.awaitRequestHeadersForwarded();
     c.releaseRequestBody();
     g.awaitResponseHeadersForwarded();

@@ -3,6 +3,7 @@ package io.disaggusage.extproc.scenario;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.extproc.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.testing.envoy.EnvoyProfile;
 import io.disaggusage.extproc.testing.envoy.FakeEnvoy;
@@ -33,8 +34,18 @@ public final class ServiceUnderTest implements AutoCloseable {
   @FunctionalInterface
   public interface ServiceFactory {
     BindableService create(
-        Config config, MemoryContextUsageStore store, Metrics metrics, ScheduledExecutorService timer);
+        Config config, ContextUsageStore store, Metrics metrics, ScheduledExecutorService timer);
   }
+
+  /** Opens the store the service under test uses (the memory store unless a test says otherwise). */
+  @FunctionalInterface
+  public interface StoreFactory {
+    ContextUsageStore open(Config config, ScheduledExecutorService timer);
+  }
+
+  /** The store every fixture uses unless told otherwise: the in-process one. */
+  public static final StoreFactory MEMORY_STORE =
+      (config, timer) -> new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
 
   /** Which gRPC transport carries the ext_proc stream. */
   public enum Transport {
@@ -52,7 +63,7 @@ public final class ServiceUnderTest implements AutoCloseable {
   public final Config config;
   public final Metrics metrics = Metrics.standalone();
   public final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
-  public final MemoryContextUsageStore store;
+  public final ContextUsageStore store;
   public final FakeEnvoy envoy;
   private final Server server;
   private final ManagedChannel channel;
@@ -64,9 +75,14 @@ public final class ServiceUnderTest implements AutoCloseable {
   public ServiceUnderTest(
       Config config, Transport transport, EnvoyProfile profile, ServiceFactory factory)
       throws Exception {
+    this(config, transport, profile, MEMORY_STORE, factory);
+  }
+
+  public ServiceUnderTest(
+      Config config, Transport transport, EnvoyProfile profile, StoreFactory stores, ServiceFactory factory)
+      throws Exception {
     this.config = config;
-    this.store =
-        new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
+    this.store = stores.open(config, timer);
     BindableService service = factory.create(config, store, metrics, timer);
     if (transport == Transport.IN_PROCESS) {
       String name = InProcessServerBuilder.generateName();

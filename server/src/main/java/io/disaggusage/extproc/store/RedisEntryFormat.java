@@ -1,0 +1,175 @@
+package io.disaggusage.extproc.store;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.disaggusage.extproc.usage.ContextUsage;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The Redis store's wire format, version 1 (docs/redis.md, "Key and value format"). Every name the
+ * store writes is derived here from {@code store.key_prefix}:
+ *
+ * <pre>
+ *   entry key   {&lt;prefix&gt;v1}:ctx:&lt;store key&gt;     e.g. {disagg_usage:v1}:ctx:trt:2748779069441234567
+ *   index key   {&lt;prefix&gt;v1}:entries             sorted set: entry id → expiry (ms), for the entry count
+ *   channel     &lt;prefix&gt;v1:ready                 wake-ups: a JSON array of the store keys just written
+ * </pre>
+ *
+ * <p>The value, identical under every alias key of one entry:
+ *
+ * <pre>
+ * {"v":1,"id":"&lt;entry id&gt;","keys":["trt:1","trt:2"],"prompt_tokens":"101","cached_tokens":"7",
+ *  "details":{"cached_tokens":"7"}}
+ * </pre>
+ *
+ * Counts are decimal strings (exact beyond 2^53); each {@code details} member is the context worker's
+ * raw JSON value as a string, so it round-trips byte for byte and the store's Lua scripts (which decode
+ * the value to find the aliases) never meet a number or nesting depth they cannot represent.
+ */
+public final class RedisEntryFormat {
+  /** The format version, in every key and every value. */
+  public static final int VERSION = 1;
+
+  private static final JsonFactory JSON = new JsonFactory();
+  private static final ObjectMapper MAPPER = new ObjectMapper(JSON);
+
+  private final String keyPrefix;
+  private final String indexKey;
+  private final String channel;
+
+  /** @param prefix {@code store.key_prefix}, e.g. {@code disagg_usage:} */
+  public RedisEntryFormat(String prefix) {
+    // One hash tag for every key: an entry's aliases must sit in one Cluster slot for the Lua scripts.
+    String tag = "{" + prefix + "v" + VERSION + "}";
+    this.keyPrefix = tag + ":ctx:";
+    this.indexKey = tag + ":entries";
+    this.channel = prefix + "v" + VERSION + ":ready";
+  }
+
+  /** An entry as read back: the alias store keys it was written under, and its usage. */
+  public record Entry(String id, List<String> keys, ContextUsage usage) {}
+
+  /** The Redis key of a store key such as {@code trt:123}. */
+  public String key(String storeKey) {
+    return keyPrefix + storeKey;
+  }
+
+  /** What precedes the store key in every entry key. */
+  public String keyPrefix() {
+    return keyPrefix;
+  }
+
+  public String indexKey() {
+    return indexKey;
+  }
+
+  public String channel() {
+    return channel;
+  }
+
+  /** The v1 value of an entry. */
+  public static String encode(String id, List<String> storeKeys, ContextUsage usage) {
+    StringWriter out = new StringWriter(160);
+    try (JsonGenerator g = JSON.createGenerator(out)) {
+      g.writeStartObject();
+      g.writeNumberField("v", VERSION);
+      g.writeStringField("id", id);
+      g.writeArrayFieldStart("keys");
+      for (String key : storeKeys) {
+        g.writeString(key);
+      }
+      g.writeEndArray();
+      g.writeStringField("prompt_tokens", usage.promptTokens().toString());
+      g.writeStringField("cached_tokens", usage.cachedTokens().toString());
+      g.writeObjectFieldStart("details");
+      for (Map.Entry<String, String> detail : usage.details().entrySet()) {
+        g.writeStringField(detail.getKey(), detail.getValue());
+      }
+      g.writeEndObject();
+      g.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toString();
+  }
+
+  /**
+   * Reads a value written by {@link #encode}.
+   *
+   * @throws IllegalArgumentException when it is not a v1 value (the message never quotes the value)
+   */
+  public static Entry decode(String value) {
+    JsonNode root;
+    try {
+      root = MAPPER.readTree(value);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("stored value is not JSON");
+    }
+    if (root == null || !root.isObject() || root.path("v").asInt(-1) != VERSION) {
+      throw new IllegalArgumentException("stored value is not a v" + VERSION + " entry");
+    }
+    try {
+      List<String> keys = new ArrayList<>();
+      root.path("keys").forEach(k -> keys.add(k.textValue()));
+      Map<String, String> details = new LinkedHashMap<>();
+      Iterator<Map.Entry<String, JsonNode>> fields = root.path("details").fields();
+      while (fields.hasNext()) {
+        Map.Entry<String, JsonNode> field = fields.next();
+        details.put(field.getKey(), requireText(field.getValue()));
+      }
+      ContextUsage usage =
+          new ContextUsage(
+              new BigInteger(requireText(root.get("prompt_tokens"))),
+              details,
+              new BigInteger(requireText(root.get("cached_tokens"))));
+      return new Entry(requireText(root.get("id")), List.copyOf(keys), usage);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("stored value is not a valid v" + VERSION + " entry");
+    }
+  }
+
+  /** A wake-up message: the JSON array of the store keys an entry was written under. */
+  public static String wakeUp(List<String> storeKeys) {
+    try {
+      return MAPPER.writeValueAsString(storeKeys);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The store keys of a wake-up message; empty for anything else. */
+  public static List<String> wakeUpKeys(String message) {
+    try {
+      JsonNode root = MAPPER.readTree(message);
+      if (root == null || !root.isArray()) {
+        return List.of();
+      }
+      List<String> keys = new ArrayList<>(root.size());
+      root.forEach(k -> {
+        if (k.isTextual()) {
+          keys.add(k.textValue());
+        }
+      });
+      return keys;
+    } catch (IOException e) {
+      return List.of();
+    }
+  }
+
+  private static String requireText(JsonNode node) {
+    if (node == null || !node.isTextual()) {
+      throw new IllegalArgumentException("expected a string");
+    }
+    return node.textValue();
+  }
+}

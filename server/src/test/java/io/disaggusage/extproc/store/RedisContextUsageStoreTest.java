@@ -1,0 +1,310 @@
+package io.disaggusage.extproc.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.CorrelationKey.Source;
+import io.disaggusage.extproc.usage.ContextUsage;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** What only the Redis store has: its wire format, and its behaviour when Redis is slow, down or late. */
+class RedisContextUsageStoreTest {
+  private static final CorrelationKey A = new CorrelationKey(Source.TRTLLM, "2748779069441234567");
+  private static final CorrelationKey B = new CorrelationKey(Source.TRTLLM, "2748779069441234999");
+  private static final ContextUsage USAGE =
+      new ContextUsage(BigInteger.valueOf(101), Map.of("cached_tokens", "7"), BigInteger.valueOf(7));
+  private static final Duration TIMEOUT = Duration.ofMillis(100);
+  /** What one failed operation may take beyond the command timeout (scheduling, a loaded CI host). */
+  private static final Duration SLACK = Duration.ofMillis(400);
+
+  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+  private RedisServer redis;
+
+  @BeforeEach
+  void start() throws Exception {
+    redis = RedisServer.start();
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    for (AutoCloseable c : closeables) {
+      c.close();
+    }
+    if (redis != null) {
+      redis.close();
+    }
+    timer.shutdownNow();
+  }
+
+  private RedisContextUsageStore.Settings settings(String uri, String prefix, Duration ttl) {
+    return new RedisContextUsageStore.Settings(uri, false, prefix, ttl, TIMEOUT);
+  }
+
+  private RedisContextUsageStore open(RedisContextUsageStore.Settings settings) {
+    RedisContextUsageStore store = RedisContextUsageStore.open(settings, timer);
+    closeables.add(store);
+    return store;
+  }
+
+  private StatefulRedisConnection<String, String> plainConnection() {
+    RedisClient client = RedisClient.create(redis.uri());
+    closeables.add(client::shutdown);
+    return client.connect();
+  }
+
+  @Test
+  void keysAndValueFollowTheDocumentedV1FormatAndEveryKeyHasATtl() throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), "fmt:", Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisClient subscriber = RedisClient.create(redis.uri());
+    closeables.add(subscriber::shutdown);
+    StatefulRedisPubSubConnection<String, String> pubsub = subscriber.connectPubSub();
+    LinkedBlockingQueue<String> wakeUps = new LinkedBlockingQueue<>();
+    pubsub.addListener(
+        new RedisPubSubAdapter<>() {
+          @Override
+          public void message(String channel, String message) {
+            wakeUps.add(channel + " " + message);
+          }
+        });
+    pubsub.sync().subscribe("fmt:v1:ready");
+
+    Map<String, String> details = new LinkedHashMap<>();
+    details.put("cached_tokens", "7");
+    details.put("audio_tokens", "0");
+    store.put(List.of(A, B), new ContextUsage(new BigInteger("9007199254740993"), details, BigInteger.valueOf(7)))
+        .join();
+
+    var redisSync = plainConnection().sync();
+    assertThat(redisSync.keys("*"))
+        .containsExactlyInAnyOrder(
+            "{fmt:v1}:ctx:trt:2748779069441234567",
+            "{fmt:v1}:ctx:trt:2748779069441234999",
+            "{fmt:v1}:entries");
+    String value = redisSync.get("{fmt:v1}:ctx:trt:2748779069441234567");
+    assertThat(redisSync.get("{fmt:v1}:ctx:trt:2748779069441234999")).isEqualTo(value);
+    assertThat(value)
+        .matches(
+            "\\{\"v\":1,\"id\":\"[0-9a-f-]{36}\",\"keys\":\\[\"trt:2748779069441234567\",\"trt:2748779069441234999\"],"
+                + "\"prompt_tokens\":\"9007199254740993\",\"cached_tokens\":\"7\","
+                + "\"details\":\\{\"cached_tokens\":\"7\",\"audio_tokens\":\"0\"}}");
+    String id = new ObjectMapper().readTree(value).get("id").textValue();
+    for (String key : redisSync.keys("*")) {
+      assertThat(redisSync.pttl(key)).as(key).isBetween(1L, 30_000L);
+    }
+    assertThat(redisSync.zrange("{fmt:v1}:entries", 0, -1)).containsExactly(id);
+    assertThat(wakeUps.poll(5, TimeUnit.SECONDS))
+        .isEqualTo("fmt:v1:ready [\"trt:2748779069441234567\",\"trt:2748779069441234999\"]");
+
+    assertThat(store.take(List.of(B)).join()).isPresent();
+    assertThat(redisSync.keys("*")).isEmpty(); // the index went with its last member
+  }
+
+  @Test
+  void aValueWrittenByHandIsReadAsDocumented() throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), "doc:", Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    var redisSync = plainConnection().sync();
+    String value =
+        "{\"v\":1,\"id\":\"e1\",\"keys\":[\"xrid:abc\",\"hdr:abc\"],\"prompt_tokens\":\"18446744073709551616\","
+            + "\"cached_tokens\":\"5\",\"details\":{\"cached_tokens\":\"5\",\"x\":\"[1,{\\\"y\\\":2.50}]\"}}";
+    redisSync.psetex("{doc:v1}:ctx:xrid:abc", 30_000, value);
+    redisSync.psetex("{doc:v1}:ctx:hdr:abc", 30_000, value);
+    Optional<ContextUsage> taken = store.take(List.of(new CorrelationKey(Source.HEADER, "abc"))).join();
+    Map<String, String> details = new LinkedHashMap<>();
+    details.put("cached_tokens", "5");
+    details.put("x", "[1,{\"y\":2.50}]");
+    assertThat(taken).contains(new ContextUsage(new BigInteger("18446744073709551616"), details, BigInteger.valueOf(5)));
+    assertThat(redisSync.exists("{doc:v1}:ctx:xrid:abc", "{doc:v1}:ctx:hdr:abc")).isZero();
+  }
+
+  @Test
+  void aForeignValueFailsTheLookupAndIsRemoved() throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), "bad:", Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    var redisSync = plainConnection().sync();
+    redisSync.psetex("{bad:v1}:ctx:trt:2748779069441234567", 30_000, "{\"v\":2}");
+    assertThatThrownBy(() -> store.take(List.of(A)).join())
+        .hasRootCauseInstanceOf(IllegalArgumentException.class)
+        .hasRootCauseMessage("stored value is not a v1 entry");
+    assertThat(store.take(List.of(A)).join()).isEmpty();
+  }
+
+  @Test
+  void anAliasOverwrittenByANewerEntryIsNotConsumedWithTheOldOne() throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), "ovr:", Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    ContextUsage newer = new ContextUsage(BigInteger.valueOf(55), Map.of(), BigInteger.ZERO);
+    store.put(List.of(A, B), USAGE).join();
+    store.put(List.of(B), newer).join(); // a retry reusing one id
+    assertThat(store.take(List.of(A)).join()).contains(USAGE);
+    assertThat(store.take(List.of(B)).join()).contains(newer);
+  }
+
+  @Test
+  void sizeCountsEntriesOfAllReplicasAndIsRefreshedInTheBackground() throws Exception {
+    RedisContextUsageStore.Settings settings = settings(redis.uri(), "size:", Duration.ofSeconds(30));
+    RedisContextUsageStore one = open(settings);
+    RedisContextUsageStore two = open(settings);
+    RedisStores.awaitReady(one, Duration.ofSeconds(10));
+    RedisStores.awaitReady(two, Duration.ofSeconds(10));
+    one.put(List.of(A, B), USAGE).join();
+    two.put(List.of(new CorrelationKey(Source.HEADER, "h")), USAGE).join();
+    assertThat(one.countEntries().join()).isEqualTo(2);
+    awaitValue(() -> two.size(), 2L, Duration.ofSeconds(5));
+  }
+
+  @Test
+  void unreachableAtStartFailsFastThenConnectsWhenRedisAppears() throws Exception {
+    int port = RedisServer.unusedPort();
+    RedisContextUsageStore store =
+        open(settings("redis://127.0.0.1:" + port, "late:", Duration.ofSeconds(30)));
+    assertThat(store.isReady()).isFalse();
+    assertFailsWithin(() -> store.put(List.of(A), USAGE), SLACK);
+    assertFailsWithin(() -> store.take(List.of(A)), SLACK);
+    assertFailsWithin(() -> store.await(List.of(A), Duration.ofSeconds(5)), SLACK);
+    assertThat(store.waiters()).isZero();
+
+    RedisServer late = RedisServer.startOn(port);
+    closeables.add(late);
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    store.put(List.of(A), USAGE).join();
+    assertThat(store.take(List.of(A)).join()).contains(USAGE);
+  }
+
+  @Test
+  void redisDownFailsEveryOperationWithinTheBudgetAndRecoversWithoutRestart() throws Exception {
+    RedisContextUsageStore.Settings settings = settings(redis.uri(), "down:", Duration.ofSeconds(30));
+    RedisContextUsageStore store = open(settings);
+    RedisContextUsageStore other = open(settings);
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisStores.awaitReady(other, Duration.ofSeconds(10));
+
+    redis.stop();
+    RedisStores.awaitState(store, false, Duration.ofSeconds(5));
+    for (int i = 0; i < 5; i++) {
+      assertFailsWithin(() -> store.put(List.of(A), USAGE), TIMEOUT.plus(SLACK));
+      assertFailsWithin(() -> store.take(List.of(A)), TIMEOUT.plus(SLACK));
+      assertFailsWithin(() -> store.await(List.of(A), Duration.ofSeconds(5)), TIMEOUT.plus(SLACK));
+    }
+    assertThat(store.waiters()).isZero();
+
+    redis.restart();
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisStores.awaitReady(other, Duration.ofSeconds(10));
+    // The pub/sub subscription came back too: a waiter here is woken by a put on the other replica.
+    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(B), Duration.ofSeconds(5));
+    other.put(List.of(B), USAGE).join();
+    assertThat(waiting.get(5, TimeUnit.SECONDS)).contains(USAGE);
+  }
+
+  @Test
+  void aStalledRedisCostsAnOperationTheTimeoutNotMore() throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), "slow:", Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    store.put(List.of(A), USAGE).join();
+    plainConnection().sync().clientPause(1500); // every client's commands wait 1.5 s
+    long start = System.nanoTime();
+    assertThatThrownBy(() -> store.take(List.of(A)).join()).hasCauseInstanceOf(RedisCommandTimeoutException.class);
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(TIMEOUT.plus(SLACK));
+    Thread.sleep(1600);
+    // The timed-out take may have run once Redis resumed; either way the entry is used at most once.
+    Optional<ContextUsage> after = store.take(List.of(A)).get(5, TimeUnit.SECONDS);
+    store.put(List.of(B), USAGE).join();
+    assertThat(store.take(List.of(B)).join()).contains(USAGE);
+    assertThat(after.isEmpty() || after.get().equals(USAGE)).isTrue();
+  }
+
+  @Test
+  void invalidUriIsRejectedWithoutRepeatingThePassword() {
+    assertThatThrownBy(() -> RedisContextUsageStore.parseUri("redis://user:s3cret@"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("invalid Redis URI redis://***@")
+        .message()
+        .doesNotContain("s3cret");
+    assertThatThrownBy(() -> RedisContextUsageStore.parseUri("http://user:s3cret@redis:6379"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .message()
+        .doesNotContain("s3cret");
+    assertThat(RedisContextUsageStore.parseUri("rediss://default:pw@redis.example:6380/2").isSsl()).isTrue();
+    assertThat(RedisContextUsageStore.parseUri("redis-sentinel://s1:26379,s2:26379/0#mymaster").getSentinelMasterId())
+        .isEqualTo("mymaster");
+  }
+
+  @Test
+  void theDocumentedConfigurationAndValueAreWhatTheServiceReads() throws Exception {
+    String doc =
+        java.nio.file.Files.readString(
+            java.nio.file.Path.of(System.getProperty("project.root", ".."), "docs", "redis.md"));
+    java.util.regex.Matcher yaml = java.util.regex.Pattern.compile("```yaml\n(store:.*?)```", java.util.regex.Pattern.DOTALL).matcher(doc);
+    assertThat(yaml.find()).as("a store: yaml block in docs/redis.md").isTrue();
+    var store = io.disaggusage.extproc.config.ConfigLoader.fromYaml(yaml.group(1)).store();
+    assertThat(store.type()).isEqualTo(io.disaggusage.extproc.config.Config.StoreType.REDIS);
+    assertThat(store.keyPrefix()).isEqualTo("disagg_usage:");
+    assertThat(store.redisTimeout()).isEqualTo(Duration.ofMillis(50));
+    assertThat(store).isEqualTo(
+        new io.disaggusage.extproc.config.Config.Store(
+            io.disaggusage.extproc.config.Config.StoreType.REDIS,
+            Duration.ofSeconds(60),
+            "redis://redis.example:6379",
+            io.disaggusage.extproc.config.Config.defaults().store().maxEntries(),
+            "disagg_usage:",
+            Duration.ofMillis(50),
+            false));
+
+    java.util.regex.Matcher json = java.util.regex.Pattern.compile("```json\n(.*?)\n```", java.util.regex.Pattern.DOTALL).matcher(doc);
+    assertThat(json.find()).as("the value example in docs/redis.md").isTrue();
+    RedisEntryFormat.Entry entry = RedisEntryFormat.decode(json.group(1).replace("\n", ""));
+    assertThat(entry.keys()).containsExactly("trt:2748779069441234567", "trt:2748779069441234999");
+    assertThat(entry.usage())
+        .isEqualTo(new ContextUsage(BigInteger.valueOf(4096), Map.of("cached_tokens", "1024"), BigInteger.valueOf(1024)));
+    RedisEntryFormat format = new RedisEntryFormat("disagg_usage:");
+    assertThat(doc).contains(format.key("trt:2748779069441234567"), format.indexKey().replace("disagg_usage:", "<prefix>"));
+  }
+
+  private static void assertFailsWithin(Supplier<CompletableFuture<?>> operation, Duration limit) throws Exception {
+    long start = System.nanoTime();
+    CompletableFuture<?> future = operation.get();
+    try {
+      future.get(limit.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+      throw new AssertionError("expected the operation to fail");
+    } catch (ExecutionException expected) {
+      // failed, as it must while Redis is unreachable
+    }
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(limit);
+  }
+
+  private static void awaitValue(Supplier<Long> value, long expected, Duration limit) throws InterruptedException {
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (value.get() != expected) {
+      if (System.nanoTime() > deadline) {
+        assertThat(value.get()).isEqualTo(expected);
+      }
+      Thread.sleep(20);
+    }
+  }
+}
