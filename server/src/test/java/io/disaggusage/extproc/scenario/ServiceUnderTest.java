@@ -27,6 +27,9 @@ import java.util.concurrent.TimeUnit;
  * configuration the project ships in {@code deploy/envoy/envoy.yaml}.
  */
 public final class ServiceUnderTest implements AutoCloseable {
+  /** The per-message timeout the fake Envoy uses; see {@link #shippedFilterConfig}. */
+  static final long TEST_MESSAGE_TIMEOUT_MILLIS = 1000;
+
   public static final String CONTEXT_CLUSTER = "context-pool";
   public static final String GENERATION_CLUSTER = "generation-pool";
 
@@ -136,7 +139,14 @@ public final class ServiceUnderTest implements AutoCloseable {
     if (config.ordering().contextWait().toMillis() >= ceiling) {
       throw new IllegalArgumentException("context wait must stay below the shipped max_message_timeout");
     }
-    return shipped;
+    // Everything but the per-message timeout is taken as shipped. A test machine can stall for longer
+    // than Envoy's 200 ms (CPU contention on a 2-core CI box), which would fail an exchange open for a
+    // reason that is not the service's; the timer *mechanics* (override_message_timeout up to
+    // max_message_timeout) are still exercised, since every deferred reply asks for an extension.
+    long shippedTimeout = com.google.protobuf.util.Durations.toMillis(shipped.getMessageTimeout());
+    return shipped.toBuilder()
+        .setMessageTimeout(com.google.protobuf.util.Durations.fromMillis(Math.max(shippedTimeout, TEST_MESSAGE_TIMEOUT_MILLIS)))
+        .build();
   }
 
   @Override

@@ -72,7 +72,7 @@ class FakeEnvoyNettyTest {
         .setAllowModeOverride(true)
         .setFailureModeAllow(true)
         .addRequestAttributes("xds.cluster_name")
-        .setMessageTimeout(Durations.fromMillis(300))
+        .setMessageTimeout(Durations.fromSeconds(2))
         .setMaxMessageTimeout(Durations.fromSeconds(5))
         .setMetadataOptions(MetadataOptions.newBuilder().setReceivingNamespaces(
             MetadataOptions.MetadataNamespaces.newBuilder().addUntyped("disagg_usage")))
