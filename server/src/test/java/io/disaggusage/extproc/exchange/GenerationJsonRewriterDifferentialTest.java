@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.exchange.JsonBodies.Body;
 import io.disaggusage.extproc.json.JsonObjectView;
+import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
@@ -17,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -27,6 +29,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * lets them differ it is asserted as documented: a body with nothing to rewrite (no usage, malformed,
  * an oversize usage object) does not wait for the context usage, so its outcome is the one it has
  * with the context known; the streaming rewriter names the model whenever the body is well-formed.
+ * Random mutations of real bodies (mostly malformed ones) must give the same bytes too.
  */
 class GenerationJsonRewriterDifferentialTest {
   static final JsonFactory JSON = UsageDocument.newFactory(1 << 20);
@@ -152,6 +155,50 @@ class GenerationJsonRewriterDifferentialTest {
       assertThat(s.report().outcome()).as(body.label()).isEqualTo(Outcome.PARSE_ERROR);
       assertThat(s.report().model()).isNull();
     }
+  }
+
+  @Test
+  void randomMutationsOfRealBodiesGiveTheBufferedOutput() {
+    byte[] alphabet =
+        JsonBodies.concat(
+            JsonBodies.bytes("{}[]\":,\\ 0-1.eEtnu\n\tusage"),
+            new byte[] {0, 0x1F, 0x7F, (byte) 0x80, (byte) 0xC3, (byte) 0xED, (byte) 0xF8, (byte) 0xFF});
+    List<Body> seeds =
+        List.of(
+            JsonBodies.chat("chat", Wire.chatCompletion("g", JsonBodies.USAGE)),
+            JsonBodies.chat("usage first", "{\"usage\":" + JsonBodies.USAGE + ",\"model\":\"m\",\"usage\":" + JsonBodies.USAGE_2 + "}"));
+    Random random = new Random(11);
+    int rewritten = 0;
+    int other = 0;
+    for (Body seed : seeds) {
+      for (int n = 0; n < 3000; n++) {
+        byte[] doc = seed.bytes().clone();
+        for (int e = 1 + random.nextInt(3); e > 0; e--) {
+          doc[random.nextInt(doc.length)] = alphabet[random.nextInt(alphabet.length)];
+        }
+        Body body = JsonBodies.raw(seed.label() + " mutated", doc);
+        for (Flow flow : Flow.values()) {
+          Run reference = run(buffered(body), List.of(doc), flow);
+          Run known = run(buffered(body), List.of(doc), Flow.KNOWN);
+          List<List<byte[]>> chunkings = chunkings(doc, n);
+          for (List<byte[]> chunks : List.of(chunkings.get(0), chunkings.get(chunkings.size() - 1), chunkings.get(1 + random.nextInt(doc.length)))) {
+            Run s = run(streaming(body), chunks, flow);
+            String as = new String(doc, StandardCharsets.ISO_8859_1) + ", " + flow;
+            assertThat(s.out()).as(as).isEqualTo(reference.out());
+            ExchangeReport expected = s.waited() || flow == Flow.KNOWN ? reference.report() : known.report();
+            assertThat(s.report().outcome()).as(as).isEqualTo(expected.outcome());
+            assertThat(s.report().figures()).as(as).isEqualTo(expected.figures());
+            if (s.report().outcome() == Outcome.REWRITTEN) {
+              rewritten++;
+            } else {
+              other++;
+            }
+          }
+        }
+      }
+    }
+    assertThat(rewritten).isGreaterThan(1000);
+    assertThat(other).isGreaterThan(1000);
   }
 
   private void compareEverywhere(Body body) {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
+import io.disaggusage.extproc.usage.UsageFigures;
 import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
@@ -224,7 +225,7 @@ class GenerationJsonRewriterTest {
         .isEqualTo(
             new ExchangeReport(
                 Outcome.CONTEXT_TIMEOUT,
-                new io.disaggusage.extproc.usage.UsageFigures(
+                new UsageFigures(
                     BigInteger.valueOf(101), BigInteger.valueOf(101), BigInteger.valueOf(13), BigInteger.valueOf(114),
                     BigInteger.valueOf(101)),
                 false,
