@@ -7,7 +7,7 @@ import java.util.Arrays;
  * nesting, strings and escapes, numbers and literals, checks the syntax as strictly as the service's
  * blocking Jackson parser does (same limits on nesting, number and name length, same UTF-8 and
  * escape rules), and reports where the document's usage objects start and end. It decodes no
- * values and allocates nothing per byte or chunk.
+ * values and allocates nothing per byte or chunk (only a copy of each string {@code model} value).
  *
  * <p>A usage slot is the value of the root object's {@code usage} member, or of the {@code usage}
  * member of the root's {@code response} object (the same places {@code UsageDocument} looks).
@@ -21,11 +21,11 @@ public final class JsonUsageScanner {
   public enum Event {
     /** The chunk was consumed with nothing to report. */
     NONE,
-    /** The byte at {@link #eventIndex()} is the {@code {} of a usage-slot object. */
+    /** The byte at {@link #eventIndex()} is the opening brace of a usage-slot object. */
     USAGE_OBJECT_START,
     /** The byte at {@link #eventIndex()} starts a usage-slot value that is not an object. */
     USAGE_OTHER_START,
-    /** The byte at {@link #eventIndex()} is the {@code }} closing the usage-slot object. */
+    /** The byte at {@link #eventIndex()} is the closing brace of the usage-slot object. */
     USAGE_OBJECT_END,
     /** The byte at {@link #eventIndex()} makes the document malformed; the scanner is done. */
     ERROR
