@@ -147,7 +147,8 @@ public record Config(
   /**
    * {@code limits.*}: per-stream memory bounds. Anything larger passes through unmodified and is counted.
    *
-   * @param maxBodyBytes largest JSON body (or JSON part held back) the service rewrites
+   * @param maxBodyBytes largest part of a JSON body held back (from its usage object on), or context
+   *     JSON body read
    * @param maxEventBytes largest single SSE event the service holds to rewrite
    * @param maxUsageBytes largest {@code usage} object the service parses
    * @param maxKeyBytes longest correlation key accepted (longer keys: exchange not correlated)

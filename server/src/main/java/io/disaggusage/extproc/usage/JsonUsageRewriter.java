@@ -70,6 +70,47 @@ public final class JsonUsageRewriter {
   }
 
   /**
+   * Applies the §2 rule to a usage object that is the whole of {@code usage[0, length)}: a fragment
+   * the caller cut from a larger document it has checked itself. A {@link Rewritten} result's
+   * {@code document} is {@code usage} itself and its {@code edits} are relative to it, so they also
+   * patch a larger buffer that starts with the object; its {@code model} is null.
+   */
+  public Result rewriteObject(byte[] usage, int length, ContextUsage c, UsageNames names) {
+    if (length > maxUsageBytes) {
+      return new Rejected(Reason.OVERSIZE_USAGE, "usage object above limits.max_usage_bytes");
+    }
+    JsonObjectView view;
+    try {
+      view = UsageDocument.usageObject(factory, usage, length);
+    } catch (UsageDocument.MalformedException e) {
+      return new Rejected(Reason.MALFORMED, e.getMessage());
+    }
+    UsageRule.Result result = UsageRule.apply(c, view, usage, names);
+    if (result instanceof UsageRule.Invalid invalid) {
+      return new Rejected(Reason.INVALID_USAGE, invalid.reason());
+    }
+    UsageRule.Applied applied = (UsageRule.Applied) result;
+    return new Rewritten(usage, applied.edits(), applied.figures(), applied.corrected(), null);
+  }
+
+  /**
+   * The figures a usage object that is the whole of {@code usage[0, length)} states about itself;
+   * null when it does not parse.
+   */
+  public UsageFigures inspectObject(byte[] usage, int length, UsageNames names) {
+    try {
+      return figuresOf(UsageDocument.usageObject(factory, usage, length), names);
+    } catch (UsageDocument.MalformedException e) {
+      return null;
+    }
+  }
+
+  /** The largest usage object the rule is applied to ({@code limits.max_usage_bytes}). */
+  public int maxUsageBytes() {
+    return maxUsageBytes;
+  }
+
+  /**
    * The generation worker's own figures in {@code doc}, for metadata when the rule is not applied;
    * null when the document has no usable usage.
    */

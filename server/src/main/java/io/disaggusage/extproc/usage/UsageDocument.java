@@ -64,6 +64,26 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
     }
   }
 
+  /**
+   * Reads a usage object that is the whole of {@code usage[0, length)}, a fragment cut from a larger
+   * document; offsets in the view index into {@code usage}.
+   */
+  public static JsonObjectView usageObject(JsonFactory factory, byte[] usage, int length)
+      throws MalformedException {
+    try (JsonParser p = factory.createParser(usage, 0, length)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        throw new MalformedException("not a JSON object", null);
+      }
+      JsonObjectView view = JsonObjectView.read(p, DETAIL_KEYS);
+      if (p.nextToken() != null) {
+        throw new MalformedException("trailing content after the usage object", null);
+      }
+      return view;
+    } catch (IOException | RuntimeException e) {
+      throw new MalformedException("malformed JSON: " + e.getClass().getSimpleName(), e);
+    }
+  }
+
   /** One pass over the document, keeping only the parts of interest. */
   private static final class Walk {
     JsonObjectView usage;

@@ -48,17 +48,22 @@ class JsonBodyProcessorsTest {
   }
 
   @Test
-  void concurrentFlowWaitsAtTheEndOfTheBody() {
+  void concurrentFlowForwardsWhatPrecedesUsageAndWaitsAtTheEndOfTheBody() {
     GenerationJsonRewriter p = generation(1 << 20);
+    int usage = GEN.indexOf("{\"prompt_tokens\"");
     p.accept(GEN.getBytes(StandardCharsets.UTF_8));
-    assertThat(p.takeReady()).isEmpty();
+    assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).isEqualTo(GEN.substring(0, usage));
+    assertThat(p.heldBytes()).isEqualTo(GEN.length() - usage);
     assertThat(p.wantsContext()).isFalse();
     p.finish();
     assertThat(p.wantsContext()).isTrue();
     assertThat(p.waiting()).isTrue();
+    assertThat(p.takeReady()).isEmpty();
     p.resolveContext(CTX, null);
-    assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).contains("\"cached_tokens\":7");
+    assertThat(new String(p.takeReady(), StandardCharsets.UTF_8))
+        .isEqualTo(GEN.substring(usage).replace("\"cached_tokens\":101", "\"cached_tokens\":7"));
     assertThat(p.waiting()).isFalse();
+    assertThat(p.heldBytes()).isZero();
   }
 
   @Test
@@ -92,9 +97,10 @@ class JsonBodyProcessorsTest {
   @Test
   void abandonReturnsHeldBytes() {
     GenerationJsonRewriter p = generation(1 << 20);
-    p.accept(GEN.substring(0, 20).getBytes(StandardCharsets.UTF_8));
-    assertThat(p.takeReady()).isEmpty();
-    assertThat(new String(p.abandon(), StandardCharsets.UTF_8)).isEqualTo(GEN.substring(0, 20));
+    int usage = GEN.indexOf("{\"prompt_tokens\"");
+    p.accept(GEN.substring(0, usage + 20).getBytes(StandardCharsets.UTF_8));
+    assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).isEqualTo(GEN.substring(0, usage));
+    assertThat(new String(p.abandon(), StandardCharsets.UTF_8)).isEqualTo(GEN.substring(usage, usage + 20));
   }
 
   @Test

@@ -265,13 +265,16 @@ class PassThroughScenarioTest {
                 .responseHeader("content-type", "application/json")
                 .responseBody("{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}"));
       }
+      // A JSON body is held from its usage object on: usage first, the held part crosses the cap.
+      String usageFirst =
+          "{\"usage\":" + Wire.usage(50, 5, 50L) + "," + GEN_BODY.substring(1, GEN_BODY.indexOf(",\"usage\":")) + "}";
       ExchangeResult json =
           Flows.run(
               s.envoy,
               Exchange.post(PATH, genReq)
                   .requestHeader("x-request-id", "j")
                   .responseHeader("content-type", "application/json")
-                  .responseBody(GEN_BODY)
+                  .responseBody(usageFirst)
                   .responseChunking(Chunking.fixed(50)));
       String bigEvent = Wire.usageChunk(Wire.usage(9, 2, 9L));
       ExchangeResult sse =
@@ -284,7 +287,8 @@ class PassThroughScenarioTest {
                   .responseChunking(Chunking.fixed(40)));
       assertClean(json);
       assertClean(sse);
-      assertThat(json.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
+      assertThat(usageFirst.length()).isGreaterThan(200);
+      assertThat(json.clientResponse().bodyUtf8()).isEqualTo(usageFirst);
       assertThat(sse.clientResponse().bodyUtf8()).isEqualTo(bigEvent + Wire.DONE);
       assertThat(json.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("oversize");
       assertThat(sse.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("oversize");
