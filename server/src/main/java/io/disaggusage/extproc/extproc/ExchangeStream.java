@@ -86,6 +86,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private Slot deferredEnd;
   private byte[] deferredEndPrefix = EMPTY;
   private byte[] giveBack = EMPTY;
+  /** Bytes taken from the body processor for the reply being built; given back if that fails. */
+  private byte[] inFlight = EMPTY;
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
@@ -129,6 +131,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         case RESPONSE_TRAILERS -> complete(slot = open(), EnvoyMessages.trailers(false));
         default -> {} // nothing Envoy expects an answer to
       }
+      inFlight = EMPTY;
     } catch (RuntimeException e) {
       failOpen(e, request, slot);
     }
@@ -355,6 +358,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       awaitContext();
     }
     byte[] ready = body.takeReady();
+    inFlight = ready;
     if (!end) {
       complete(slot, bodyReply(bytes, ready, null));
       return;
@@ -367,6 +371,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       // Hold the last reply until the context usage lands or the deadline passes.
       deferredEnd = slot;
       deferredEndPrefix = ready;
+      inFlight = EMPTY;
       long remaining =
           services.config().ordering().contextWait().toMillis()
               - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
@@ -397,6 +402,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (closed || abandoned || body == null) {
       return;
     }
+    Slot slot = null;
     try {
       services.metrics().contextWaited(System.nanoTime() - contextWaitStart);
       if (error != null) {
@@ -406,13 +412,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       ContextUsage context = error == null ? found.orElse(null) : null;
       body.resolveContext(context, error == null ? Outcome.CONTEXT_TIMEOUT : Outcome.ERROR);
       if (deferredEnd != null) {
-        Slot slot = deferredEnd;
+        slot = deferredEnd;
         deferredEnd = null;
         byte[] ready = Bytes.concat(deferredEndPrefix, body.takeReady());
         deferredEndPrefix = EMPTY;
+        inFlight = ready;
         completeGeneration(slot, null, ready);
+        inFlight = EMPTY;
       }
     } catch (RuntimeException e) {
+      if (slot != null && slot.reply == null) {
+        deferredEnd = slot; // the deferred last reply still owes the bytes taken for it
+      }
       failOpen(e, null, deferredEnd);
     }
   }
@@ -456,13 +467,21 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (closed) {
       return;
     }
-    if (error != null) {
-      services.metrics().storeError(Metrics.StoreOperation.PUT);
-      services.warnings().storeWriteFailed(error);
+    try {
+      if (error != null) {
+        services.metrics().storeError(Metrics.StoreOperation.PUT);
+        services.warnings().storeWriteFailed(error);
+      }
+      ProcessingResponse reply = bodyReply(original, ready, null);
+      report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
+      complete(slot, reply);
+    } catch (RuntimeException e) {
+      if (slot.reply == null) {
+        deferredEnd = slot; // the last reply owes the bytes taken for it
+        inFlight = ready;
+      }
+      failOpen(e, null, slot);
     }
-    ProcessingResponse reply = bodyReply(original, ready, null);
-    report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
-    complete(slot, reply);
   }
 
   /** A body reply that forwards the chunk untouched when the output is exactly the input. */
@@ -501,8 +520,10 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         && request.hasResponseBody()) {
       bodySlot = current;
     }
-    byte[] owed = Bytes.concat(deferredEndPrefix, held);
+    // Bytes already taken for the current reply come before those the processor still holds.
+    byte[] owed = Bytes.concat(Bytes.concat(deferredEndPrefix, inFlight), held);
     deferredEndPrefix = EMPTY;
+    inFlight = EMPTY;
     if (bodySlot != null) {
       bytesOut += owed.length;
       bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(owed), null);

@@ -49,7 +49,9 @@ public final class DirectEnvoy {
       REQUEST_HEADERS,
       REQUEST_BODY,
       RESPONSE_HEADERS,
-      RESPONSE_BODY
+      RESPONSE_BODY,
+      REQUEST_TRAILERS,
+      RESPONSE_TRAILERS
     }
 
     private record Pending(Kind kind, byte[] chunk) {}
@@ -146,17 +148,22 @@ public final class DirectEnvoy {
       return this;
     }
 
-    /** Sends one raw message as it is (fuzzing); its reply is matched like any other. */
-    public Stream raw(ProcessingRequest request) {
+    /**
+     * Sends one raw message as it is (fuzzing). {@code expectsReply} false for a message the service
+     * must ignore (a body message after that direction's end_of_stream, Envoy's known duplicate).
+     */
+    public Stream raw(ProcessingRequest request, boolean expectsReply) {
       Kind kind =
           switch (request.getRequestCase()) {
             case REQUEST_HEADERS -> Kind.REQUEST_HEADERS;
             case REQUEST_BODY -> Kind.REQUEST_BODY;
             case RESPONSE_HEADERS -> Kind.RESPONSE_HEADERS;
             case RESPONSE_BODY -> Kind.RESPONSE_BODY;
+            case REQUEST_TRAILERS -> Kind.REQUEST_TRAILERS;
+            case RESPONSE_TRAILERS -> Kind.RESPONSE_TRAILERS;
             default -> null;
           };
-      if (kind == null) {
+      if (kind == null || !expectsReply) {
         toService.onNext(request);
         return this;
       }
@@ -166,6 +173,19 @@ public final class DirectEnvoy {
               : request.hasResponseBody() ? request.getResponseBody().getBody().toByteArray() : null;
       send(kind, chunk, request);
       return this;
+    }
+
+    /**
+     * Whether Envoy, under the processing mode the service has set so far, would send a message of
+     * this kind at all (a body in mode NONE, or response headers in mode SKIP, never reach the service).
+     */
+    public boolean envoyWouldSend(ProcessingRequest.RequestCase kind) {
+      return switch (kind) {
+        case REQUEST_BODY -> mode.getRequestBodyMode() == BodySendMode.STREAMED;
+        case RESPONSE_HEADERS -> mode.getResponseHeaderMode() != HeaderSendMode.SKIP;
+        case RESPONSE_BODY -> mode.getResponseBodyMode() == BodySendMode.STREAMED;
+        default -> true;
+      };
     }
 
     /** Envoy ends the stream normally. */
@@ -246,6 +266,8 @@ public final class DirectEnvoy {
             case REQUEST_BODY -> Kind.REQUEST_BODY;
             case RESPONSE_HEADERS -> Kind.RESPONSE_HEADERS;
             case RESPONSE_BODY -> Kind.RESPONSE_BODY;
+            case REQUEST_TRAILERS -> Kind.REQUEST_TRAILERS;
+            case RESPONSE_TRAILERS -> Kind.RESPONSE_TRAILERS;
             default -> null;
           };
       if (got != p.kind()) {
