@@ -34,6 +34,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -356,6 +357,10 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     if (body.wantsContext() && contextWait == null) {
       awaitContext();
+    } else if (contextWait != null && !contextWait.isDone() && !body.waiting() && !body.wantsContext()) {
+      // The processor gave up waiting by itself (held bytes above their cap): withdraw the waiter, so
+      // it holds no permit and consumes no context usage that arrives later.
+      contextWait.cancel(false);
     }
     byte[] ready = body.takeReady();
     inFlight = ready;
@@ -393,13 +398,22 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private void awaitContext() {
     contextWaitStart = System.nanoTime();
+    if (!services.waits().tryAcquire()) {
+      // limits.max_waiters: too many exchanges wait already. This one does not: its usage goes out
+      // as the worker wrote it, like a deadline that has passed, and the refusal is counted.
+      services.metrics().waitRefused();
+      contextWait = CompletableFuture.completedFuture(Optional.empty());
+      body.resolveContext(null, Outcome.CONTEXT_TIMEOUT);
+      return;
+    }
     contextWait =
         services.store().await(classification.keys(), services.config().ordering().contextWait());
+    contextWait.whenComplete((found, error) -> services.waits().release());
     contextWait.whenComplete(this::onContext);
   }
 
   private synchronized void onContext(Optional<ContextUsage> found, Throwable error) {
-    if (closed || abandoned || body == null) {
+    if (closed || abandoned || body == null || error instanceof CancellationException) {
       return;
     }
     Slot slot = null;

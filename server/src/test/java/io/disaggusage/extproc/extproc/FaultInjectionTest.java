@@ -56,7 +56,7 @@ class FaultInjectionTest {
             g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle()),
         d.admin(), d.classification(), d.ordering(),
         new Config.Store(d.store().type(), TTL, d.store().redisUri(), d.store().maxEntries()),
-        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown());
+        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.waiting());
   }
 
   /** The service with a switchable store in front of the fixture's memory store. */

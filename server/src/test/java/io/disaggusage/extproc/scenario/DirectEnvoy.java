@@ -148,6 +148,21 @@ public final class DirectEnvoy {
       return this;
     }
 
+    /** One response body message; passes untouched when the mode does not stream the body. */
+    public Stream responseChunk(byte[] chunk, boolean endOfStream) {
+      if (mode.getResponseBodyMode() != BodySendMode.STREAMED) {
+        client.writeBytes(chunk);
+        return this;
+      }
+      send(
+          Kind.RESPONSE_BODY,
+          chunk,
+          ProcessingRequest.newBuilder()
+              .setResponseBody(HttpBody.newBuilder().setBody(ByteString.copyFrom(chunk)).setEndOfStream(endOfStream))
+              .build());
+      return this;
+    }
+
     /**
      * Sends one raw message as it is (fuzzing). {@code expectsReply} false for a message the service
      * must ignore (a body message after that direction's end_of_stream, Envoy's known duplicate).
