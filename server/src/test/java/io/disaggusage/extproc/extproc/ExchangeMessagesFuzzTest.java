@@ -43,6 +43,8 @@ class ExchangeMessagesFuzzTest {
     boolean requestEnded;
     boolean responseEnded;
     boolean responseBodySeen;
+    boolean requestHeadersSent;
+    boolean responseHeadersSent;
     boolean closed;
     final ByteArrayOutputStream sent = new ByteArrayOutputStream();
 
@@ -67,6 +69,10 @@ class ExchangeMessagesFuzzTest {
       int a = p < input.length ? input[p++] & 0xff : 0;
       switch ((op >>> 1) % 8) {
         case 0 -> {
+          if (t.requestHeadersSent) {
+            continue; // Envoy sends each headers message once
+          }
+          t.requestHeadersSent = true;
           HeaderMap.Builder h = headers(":method", (a & 128) == 0 ? "POST" : "GET", ":path", PATHS[a % PATHS.length]);
           add(h, "x-disagg-phase", PHASES[(a >>> 2) % PHASES.length]);
           add(h, "x-disagg-request-id", KEYS[(a >>> 4) % KEYS.length]);
@@ -94,9 +100,10 @@ class ExchangeMessagesFuzzTest {
         case 2 -> {
           HeaderMap.Builder h = headers(":status", STATUSES[a % STATUSES.length], "content-type", TYPES[(a >>> 3) % TYPES.length]);
           add(h, "content-encoding", ENCODINGS[(a >>> 5) % ENCODINGS.length]);
-          if (!t.stream.envoyWouldSend(ProcessingRequest.RequestCase.RESPONSE_HEADERS)) {
+          if (t.responseHeadersSent || !t.stream.envoyWouldSend(ProcessingRequest.RequestCase.RESPONSE_HEADERS)) {
             continue;
           }
+          t.responseHeadersSent = true;
           t.stream.raw(ProcessingRequest.newBuilder().setResponseHeaders(HttpHeaders.newBuilder().setHeaders(h)).build(), true);
         }
         case 3, 4 -> {

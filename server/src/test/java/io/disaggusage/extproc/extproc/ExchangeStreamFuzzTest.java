@@ -48,6 +48,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
  */
 public class ExchangeStreamFuzzTest {
   public static final ScheduledThreadPoolExecutor TIMER = timer();
+  static final Duration WAIT = Duration.ofMillis(200);
   static final List<Vector> VECTORS =
       ScenarioVectors.all().stream()
           .filter(v -> v.order() != Order.CARRIED && v.context().contentType().equals("application/json"))
@@ -70,7 +71,9 @@ public class ExchangeStreamFuzzTest {
   /** A fresh service: config, store and metrics of its own. */
   public record Service(Config config, MemoryContextUsageStore store, Metrics metrics, DirectEnvoy envoy) {
     public static Service start(int maxBody, int maxEvent) {
-      Config d = ServiceUnderTest.testConfig(Duration.ofSeconds(30));
+      // A short wait: a fuzzed context response that is not stored (oversize, malformed) leaves the
+      // generation waiting until this deadline.
+      Config d = ServiceUnderTest.testConfig(WAIT);
       Config config =
           new Config(d.grpc(), d.admin(), d.classification(), d.ordering(), d.store(), d.metadata(),
               new Config.Limits(maxBody, maxEvent, d.limits().maxUsageBytes(), d.limits().maxKeyBytes()),
