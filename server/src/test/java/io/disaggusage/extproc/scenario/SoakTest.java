@@ -41,7 +41,7 @@ class SoakTest {
   static final String PATH = "/v1/chat/completions";
   static final String CTX_REQ = "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true}}";
   static final String GEN_REQ = "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
-  static final Duration WAIT = Duration.ofMillis(400);
+  static final Duration WAIT = Duration.ofMillis(1000);
   static final Duration TTL = Duration.ofSeconds(2);
 
   final Map<String, AtomicLong> counts = new ConcurrentHashMap<>();
@@ -82,6 +82,12 @@ class SoakTest {
       String summary = "seed " + SEED + ", counts " + counts + ", heap " + heapStart / 1024 + " KiB -> " + heapEnd / 1024 + " KiB";
       System.out.println("soak: " + summary);
       assertThat(counts.get("pair")).as(summary).isNotNull();
+      // Timeouts are the machine's doing, not the service's: tolerated, but they must stay rare.
+      long corrected = counts.get("pair").get() + counts.getOrDefault("generation-first", new AtomicLong()).get();
+      long untouched =
+          counts.getOrDefault("message-timeout", new AtomicLong()).get()
+              + counts.getOrDefault("untouched-context-timeout", new AtomicLong()).get();
+      assertThat(untouched).as("timeouts: " + summary).isLessThanOrEqualTo(corrected / 5);
       assertThat(s.metrics.activeStreams()).as(summary).isZero();
       assertThat(s.store.waiters()).as(summary).isZero();
       assertThat(s.store.size()).as(summary).isZero();
@@ -225,16 +231,23 @@ class SoakTest {
   }
 
   /**
-   * Corrected — or, when Envoy's message timer fired on either leg on a loaded machine (fail-open),
-   * untouched. Never anything else.
+   * Corrected — or untouched, when Envoy's message timer fired on either leg (fail-open) or the context
+   * leg took longer than {@code ordering.context_wait} on a loaded machine (then the outcome says
+   * {@code context_timeout}). Never anything else.
    */
   void correctOrUntouched(ExchangeResult ctx, ExchangeResult r, String corrected, String original, String as) {
     String body = r.clientResponse().bodyUtf8();
-    if (failedOpen(ctx) == 0 && failedOpen(r) == 0) {
-      assertThat(body).as(as).isEqualTo(corrected);
-    } else {
+    String outcome = r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%");
+    if (failedOpen(ctx) > 0 || failedOpen(r) > 0) {
       assertThat(body).as(as + " after a message timeout").isIn(corrected, original);
       count("message-timeout");
+    } else if (outcome.equals("context_timeout")) {
+      // The context leg was slower than ordering.context_wait on a loaded machine: the worker's usage.
+      assertThat(body).as(as + " after the context wait").isEqualTo(original);
+      count("untouched-context-timeout");
+    } else {
+      assertThat(outcome).as(as).isEqualTo("rewritten");
+      assertThat(body).as(as).isEqualTo(corrected);
     }
   }
 
