@@ -28,6 +28,10 @@ public final class RequestBodyScanner {
   private String field1;
   private String field2;
   private boolean malformed;
+  /** Lexer state across chunks: inside a string, after a backslash in one, a comma held back. */
+  private boolean inString;
+  private boolean escaped;
+  private boolean heldComma;
   private boolean rootDone;
   private boolean finished;
 
@@ -59,17 +63,82 @@ public final class RequestBodyScanner {
     this.feeder = (ByteBufferFeeder) parser.getNonBlockingInputFeeder();
   }
 
-  /** Scans one chunk. The buffer is read, not kept. */
+  /**
+   * Scans one chunk. The buffer is read, not kept.
+   *
+   * <p>Jackson's non-blocking parser accepts a trailing comma in an object ({@code {"a":1,}}) when a
+   * chunk ends right after the comma, and rejects it otherwise; the facts would then depend on where
+   * Envoy cut the body. So a comma that ends a chunk outside a string (whitespace after it aside) is
+   * held back and fed with the next chunk; the whitespace after it is insignificant and dropped. A
+   * minimal lexer (strings and escapes only) tells string content from structure; it agrees with the
+   * parser on every prefix the parser accepts.
+   */
   public void feed(ByteBuffer chunk) {
     if (malformed || finished || !chunk.hasRemaining()) {
       return;
     }
     try {
-      feeder.feedInput(chunk);
-      drain();
+      int start = chunk.position();
+      int end = chunk.limit();
+      int trailingComma = -1;
+      int firstStructure = -1;
+      for (int i = start; i < end; i++) {
+        byte b = chunk.get(i);
+        if (inString) {
+          trailingComma = -1;
+          if (escaped) {
+            escaped = false;
+          } else if (b == '\\') {
+            escaped = true;
+          } else if (b == '"') {
+            inString = false;
+          }
+        } else if (b == '"') {
+          inString = true;
+          trailingComma = -1;
+        } else if (b == ',') {
+          trailingComma = i;
+        } else if (b != ' ' && b != '\t' && b != '\n' && b != '\r') {
+          trailingComma = -1;
+        } else {
+          continue; // whitespace outside strings
+        }
+        if (firstStructure < 0) {
+          firstStructure = i;
+        }
+      }
+      int cut = trailingComma >= 0 ? trailingComma : end;
+      ByteBuffer bytes = chunk.duplicate().position(start).limit(cut);
+      if (heldComma) {
+        if (firstStructure < 0) {
+          chunk.position(end);
+          return; // whitespace only: the comma stays held
+        }
+        if (firstStructure == trailingComma) {
+          malformed = true; // "," then only another "," outside strings: never valid JSON
+          return;
+        }
+        // The held comma goes in one buffer with what follows it, never alone at a buffer's end.
+        ByteBuffer joined = ByteBuffer.allocate(1 + cut - start);
+        joined.put((byte) ',').put(bytes).flip();
+        bytes = joined;
+      }
+      heldComma = trailingComma >= 0;
+      if (bytes.hasRemaining()) {
+        feedBytes(bytes);
+      }
+      chunk.position(end);
     } catch (IOException | RuntimeException e) {
       malformed = true;
     }
+  }
+
+  private void feedBytes(ByteBuffer bytes) throws IOException {
+    if (malformed || finished) {
+      return;
+    }
+    feeder.feedInput(bytes);
+    drain();
   }
 
   /** The body ended. */
@@ -82,6 +151,11 @@ public final class RequestBodyScanner {
       return;
     }
     try {
+      if (heldComma) {
+        heldComma = false;
+        malformed = true; // the body ended right after a comma outside strings
+        return;
+      }
       feeder.endOfInput();
       drain();
       if (depth != 0) {

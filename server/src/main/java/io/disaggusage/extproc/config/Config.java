@@ -18,7 +18,8 @@ public record Config(
     Limits limits,
     Metrics metrics,
     Logging logging,
-    Shutdown shutdown) {
+    Shutdown shutdown,
+    Waiting waiting) {
 
   /**
    * {@code grpc.*}: the ext_proc + grpc.health.v1 listener.
@@ -85,6 +86,15 @@ public record Config(
    *     new ones, before they are cancelled
    */
   public record Shutdown(Duration drainTimeout) {}
+
+  /**
+   * {@code limits.max_waiters}: a bound on generation exchanges waiting for their context usage at once
+   * (concurrent / generation-first flows). Over it an exchange does not wait: its usage passes through
+   * unchanged with outcome {@code context_timeout}, and the refusal is counted.
+   *
+   * @param maxWaiters the bound; 0 means no exchange ever waits
+   */
+  public record Waiting(int maxWaiters) {}
 
   /** {@code admin.*}: the HTTP admin listener (/healthz /readyz /metrics). */
   public record Admin(int port) {}
@@ -222,6 +232,7 @@ public record Config(
         new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256),
         new Metrics(List.of(), 20),
         new Logging(LogFormat.TEXT, LogLevel.INFO),
-        new Shutdown(Duration.ofSeconds(30)));
+        new Shutdown(Duration.ofSeconds(30)),
+        new Waiting(10_000));
   }
 }

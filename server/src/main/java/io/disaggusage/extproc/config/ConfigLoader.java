@@ -171,7 +171,8 @@ public final class ConfigLoader {
           key("metrics.max_models", Kind.INT, c -> c.metrics().maxModels()),
           new Key("logging.format", Kind.ENUM, Config.LogFormat.class, c -> c.logging().format()),
           new Key("logging.level", Kind.ENUM, Config.LogLevel.class, c -> c.logging().level()),
-          key("shutdown.drain_timeout", Kind.DURATION, c -> c.shutdown().drainTimeout()));
+          key("shutdown.drain_timeout", Kind.DURATION, c -> c.shutdown().drainTimeout()),
+          key("limits.max_waiters", Kind.INT, c -> c.waiting().maxWaiters()));
 
   private static final Map<String, Key> BY_PATH =
       KEYS.stream()
@@ -667,7 +668,8 @@ public final class ConfigLoader {
           new Config.Metrics(list("metrics.models"), integer("metrics.max_models")),
           new Config.Logging(
               (Config.LogFormat) values.get("logging.format"), (Config.LogLevel) values.get("logging.level")),
-          new Config.Shutdown(duration("shutdown.drain_timeout")));
+          new Config.Shutdown(duration("shutdown.drain_timeout")),
+          new Config.Waiting(integer("limits.max_waiters")));
     }
 
     private void validate() {
@@ -695,6 +697,10 @@ public final class ConfigLoader {
       int maxModels = integer("metrics.max_models");
       if (maxModels < 0 || maxModels > 1000) {
         problem("metrics.max_models", "must be between 0 and 1000, got " + maxModels);
+      }
+      int maxWaiters = integer("limits.max_waiters");
+      if (maxWaiters < 0) {
+        problem("limits.max_waiters", "must be 0 or more, got " + maxWaiters);
       }
       long maxEntries = ((Number) values.get("store.max_entries")).longValue();
       if (maxEntries <= 0) {

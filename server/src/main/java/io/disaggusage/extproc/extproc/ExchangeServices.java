@@ -9,8 +9,8 @@ import io.disaggusage.extproc.store.ContextUsageStore;
 import java.util.concurrent.ScheduledExecutorService;
 
 /**
- * What every exchange stream shares: configuration, the pure core, the store, metrics, the timer and the
- * rate-limited warnings.
+ * What every exchange stream shares: configuration, the pure core, the store, metrics, the timer, the
+ * rate-limited warnings and the bound on concurrent context waits.
  */
 record ExchangeServices(
     Config config,
@@ -20,9 +20,10 @@ record ExchangeServices(
     ContextUsageStore store,
     Metrics metrics,
     ScheduledExecutorService timer,
-    ExchangeWarnings warnings) {
+    ExchangeWarnings warnings,
+    WaitLimiter waits) {
 
-  /** With fresh warnings: one rate limit per kind for the service built on these. */
+  /** With fresh warnings and wait limiter: one of each for the service built on these. */
   ExchangeServices(
       Config config,
       ExchangeClassifier classifier,
@@ -31,6 +32,15 @@ record ExchangeServices(
       ContextUsageStore store,
       Metrics metrics,
       ScheduledExecutorService timer) {
-    this(config, classifier, processors, json, store, metrics, timer, new ExchangeWarnings());
+    this(
+        config,
+        classifier,
+        processors,
+        json,
+        store,
+        metrics,
+        timer,
+        new ExchangeWarnings(),
+        new WaitLimiter(config.waiting().maxWaiters()));
   }
 }

@@ -34,6 +34,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -86,6 +87,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private Slot deferredEnd;
   private byte[] deferredEndPrefix = EMPTY;
   private byte[] giveBack = EMPTY;
+  /** Bytes taken from the body processor for the reply being built; given back if that fails. */
+  private byte[] inFlight = EMPTY;
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
@@ -129,6 +132,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         case RESPONSE_TRAILERS -> complete(slot = open(), EnvoyMessages.trailers(false));
         default -> {} // nothing Envoy expects an answer to
       }
+      inFlight = EMPTY;
     } catch (RuntimeException e) {
       failOpen(e, request, slot);
     }
@@ -353,8 +357,13 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     if (body.wantsContext() && contextWait == null) {
       awaitContext();
+    } else if (contextWait != null && !contextWait.isDone() && !body.waiting() && !body.wantsContext()) {
+      // The processor gave up waiting by itself (held bytes above their cap): withdraw the waiter, so
+      // it holds no permit and consumes no context usage that arrives later.
+      contextWait.cancel(false);
     }
     byte[] ready = body.takeReady();
+    inFlight = ready;
     if (!end) {
       complete(slot, bodyReply(bytes, ready, null));
       return;
@@ -367,6 +376,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       // Hold the last reply until the context usage lands or the deadline passes.
       deferredEnd = slot;
       deferredEndPrefix = ready;
+      inFlight = EMPTY;
       long remaining =
           services.config().ordering().contextWait().toMillis()
               - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
@@ -388,15 +398,25 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private void awaitContext() {
     contextWaitStart = System.nanoTime();
+    if (!services.waits().tryAcquire()) {
+      // limits.max_waiters: too many exchanges wait already. This one does not: its usage goes out
+      // as the worker wrote it, like a deadline that has passed, and the refusal is counted.
+      services.metrics().waitRefused();
+      contextWait = CompletableFuture.completedFuture(Optional.empty());
+      body.resolveContext(null, Outcome.CONTEXT_TIMEOUT);
+      return;
+    }
     contextWait =
         services.store().await(classification.keys(), services.config().ordering().contextWait());
+    contextWait.whenComplete((found, error) -> services.waits().release());
     contextWait.whenComplete(this::onContext);
   }
 
   private synchronized void onContext(Optional<ContextUsage> found, Throwable error) {
-    if (closed || abandoned || body == null) {
+    if (closed || abandoned || body == null || error instanceof CancellationException) {
       return;
     }
+    Slot slot = null;
     try {
       services.metrics().contextWaited(System.nanoTime() - contextWaitStart);
       if (error != null) {
@@ -406,13 +426,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       ContextUsage context = error == null ? found.orElse(null) : null;
       body.resolveContext(context, error == null ? Outcome.CONTEXT_TIMEOUT : Outcome.ERROR);
       if (deferredEnd != null) {
-        Slot slot = deferredEnd;
+        slot = deferredEnd;
         deferredEnd = null;
         byte[] ready = Bytes.concat(deferredEndPrefix, body.takeReady());
         deferredEndPrefix = EMPTY;
+        inFlight = ready;
         completeGeneration(slot, null, ready);
+        inFlight = EMPTY;
       }
     } catch (RuntimeException e) {
+      if (slot != null && slot.reply == null) {
+        deferredEnd = slot; // the deferred last reply still owes the bytes taken for it
+      }
       failOpen(e, null, deferredEnd);
     }
   }
@@ -456,13 +481,21 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (closed) {
       return;
     }
-    if (error != null) {
-      services.metrics().storeError(Metrics.StoreOperation.PUT);
-      services.warnings().storeWriteFailed(error);
+    try {
+      if (error != null) {
+        services.metrics().storeError(Metrics.StoreOperation.PUT);
+        services.warnings().storeWriteFailed(error);
+      }
+      ProcessingResponse reply = bodyReply(original, ready, null);
+      report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
+      complete(slot, reply);
+    } catch (RuntimeException e) {
+      if (slot.reply == null) {
+        deferredEnd = slot; // the last reply owes the bytes taken for it
+        inFlight = ready;
+      }
+      failOpen(e, null, slot);
     }
-    ProcessingResponse reply = bodyReply(original, ready, null);
-    report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
-    complete(slot, reply);
   }
 
   /** A body reply that forwards the chunk untouched when the output is exactly the input. */
@@ -501,8 +534,10 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         && request.hasResponseBody()) {
       bodySlot = current;
     }
-    byte[] owed = Bytes.concat(deferredEndPrefix, held);
+    // Bytes already taken for the current reply come before those the processor still holds.
+    byte[] owed = Bytes.concat(Bytes.concat(deferredEndPrefix, inFlight), held);
     deferredEndPrefix = EMPTY;
+    inFlight = EMPTY;
     if (bodySlot != null) {
       bytesOut += owed.length;
       bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(owed), null);

@@ -62,6 +62,7 @@ public final class Metrics {
   private final Histogram contextWait;
   private final Histogram processing;
   private final Counter storeErrors;
+  private final Counter waitsRefused;
 
   public Metrics(PrometheusRegistry registry, Config.Metrics config) {
     this.registry = registry;
@@ -103,6 +104,13 @@ public final class Metrics {
             .name("disagg_usage_store_errors_total")
             .help("Context-usage store operations that failed (traffic passed through)")
             .labelNames("operation")
+            .register(registry);
+    this.waitsRefused =
+        Counter.builder()
+            .name("disagg_usage_context_waits_refused_total")
+            .help(
+                "Generation exchanges that did not wait for their context usage because limits.max_waiters"
+                    + " exchanges already waited (usage passed through, outcome context_timeout)")
             .register(registry);
   }
 
@@ -165,6 +173,14 @@ public final class Metrics {
 
   public void processed(Message message, long nanos) {
     processing.labelValues(message.label).observe(nanos / 1e9);
+  }
+
+  public void waitRefused() {
+    waitsRefused.inc();
+  }
+
+  public long waitRefusedCount() {
+    return (long) waitsRefused.get();
   }
 
   public void storeError(StoreOperation operation) {

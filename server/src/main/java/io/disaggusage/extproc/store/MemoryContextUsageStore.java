@@ -174,6 +174,11 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     return waiting.values().stream().mapToInt(List::size).sum();
   }
 
+  /** Drops every entry (waiters stay): what a restart of a store without persistence looks like. */
+  public void clearEntries() {
+    entries.invalidateAll();
+  }
+
   /** Drops expired entries now; Caffeine otherwise does it lazily on access. */
   public void cleanUp() {
     entries.cleanUp();

@@ -266,6 +266,7 @@ class ConfigLoaderTest {
     changed.put("logging.format", "json");
     changed.put("logging.level", "warn");
     changed.put("shutdown.drain_timeout", "0s");
+    changed.put("limits.max_waiters", "15");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
     changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
@@ -302,7 +303,8 @@ class ConfigLoaderTest {
                 new Config.Limits(11, 12, 13, 14),
                 new Config.Metrics(List.of("m1", "m2"), 5),
                 new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN),
-                new Config.Shutdown(Duration.ZERO)));
+                new Config.Shutdown(Duration.ZERO),
+                new Config.Waiting(15)));
   }
 
   @Test
@@ -369,6 +371,7 @@ class ConfigLoaderTest {
         arguments(Map.of("limits.max_body_bytes", "16MB"), "limits.max_body_bytes: invalid size \"16MB\""),
         arguments(Map.of("limits.max_body_bytes", "4GiB"), "limits.max_body_bytes: 4GiB is out of range"),
         arguments(Map.of("store.max_entries", "0"), "store.max_entries: must be positive"),
+        arguments(Map.of("limits.max_waiters", "-1"), "limits.max_waiters: must be 0 or more, got -1"),
         arguments(Map.of("store.max_entries", "lots"), "store.max_entries: invalid integer \"lots\""),
         arguments(Map.of("ordering.context_wait", "2 seconds"), "ordering.context_wait: invalid duration \"2 seconds\""),
         arguments(Map.of("ordering.context_wait", "0s"), "ordering.context_wait: must be positive"),

@@ -131,7 +131,8 @@ class ConfigYamlTest {
             new Config.Limits(1536, 3 * 1024 * 1024, 1, Integer.MAX_VALUE),
             new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0),
             new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF),
-            new Config.Shutdown(Duration.ofSeconds(90)));
+            new Config.Shutdown(Duration.ofSeconds(90)),
+            new Config.Waiting(0));
 
     String yaml = ConfigLoader.toYaml(config);
 

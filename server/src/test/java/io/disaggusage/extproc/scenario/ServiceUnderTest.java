@@ -122,7 +122,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.limits(),
         d.metrics(),
         d.logging(),
-        d.shutdown());
+        d.shutdown(), d.waiting());
   }
 
   public static Config testConfig() {
