@@ -203,6 +203,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       if (scanner != null) {
         scanner.end();
         classify(scanner.facts());
+        scanner = null; // its parser and buffers would otherwise live as long as the response streams
       }
     }
     complete(slot, EnvoyMessages.body(true, null, null));
@@ -225,6 +226,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       if (scanner != null) {
         scanner.end();
         classify(scanner.facts());
+        scanner = null;
       } else {
         classification = Classification.NONE;
       }
