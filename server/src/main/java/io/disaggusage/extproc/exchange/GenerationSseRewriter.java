@@ -30,7 +30,10 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private final int maxHeldBytes;
   private final SseFramer framer;
 
-  private final ByteArrayOutputStream ready = new ByteArrayOutputStream(1024);
+  /** Output buffers above this size are dropped after use, so an idle stream keeps no chunk-sized buffer. */
+  private static final int KEEP_READY_CAPACITY = 1024;
+
+  private ByteArrayOutputStream ready = new ByteArrayOutputStream(KEEP_READY_CAPACITY);
   private final ArrayDeque<SseItem> held = new ArrayDeque<>();
   private long heldBytes;
 
@@ -73,7 +76,11 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       return Bytes.EMPTY;
     }
     byte[] out = ready.toByteArray();
-    ready.reset();
+    if (out.length > KEEP_READY_CAPACITY) {
+      ready = new ByteArrayOutputStream(KEEP_READY_CAPACITY);
+    } else {
+      ready.reset();
+    }
     return out;
   }
 
