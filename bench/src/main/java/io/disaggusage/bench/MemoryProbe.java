@@ -19,6 +19,7 @@ import io.grpc.stub.StreamObserver;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicLong;
@@ -57,15 +58,20 @@ public final class MemoryProbe {
       ExtProcService service = new ExtProcService(config, store, Metrics.standalone(), timer);
       Sink sink = new Sink();
       byte[] stream = Bodies.chatStream(EndToEnd.CONTENT_EVENTS, 11);
-      // The first chunk ends inside an event, as Envoy's chunks do: the stream holds a partial event.
-      int cut = 3 * 1024;
+      // The stream has passed four chunks of 1-16 KiB and stopped inside an event, as Envoy's chunks
+      // do: the stream holds a partial event and whatever its buffers kept from the busiest chunk.
+      List<byte[]> chunks = Bodies.chunks(stream, 1024, 16 * 1024, 11);
+      int cut = 0;
+      for (int i = 0; i < 4; i++) {
+        cut += chunks.get(i).length;
+      }
       while (stream[cut - 1] == '\n') {
         cut++;
       }
-      byte[] firstChunk = Arrays.copyOf(stream, cut);
+      List<byte[]> firstChunks = Bodies.chunks(Arrays.copyOf(stream, cut), 1024, 16 * 1024, 11);
       for (int i = 0; i < 500; i++) { // warm-up: complete pairs
         context(service, sink, "w" + i);
-        StreamObserver<ProcessingRequest> g = openGeneration(service, sink, "w" + i, firstChunk);
+        StreamObserver<ProcessingRequest> g = openGeneration(service, sink, "w" + i, firstChunks);
         g.onNext(body(false, Arrays.copyOfRange(stream, cut, stream.length), true));
         g.onCompleted();
       }
@@ -77,12 +83,12 @@ public final class MemoryProbe {
       long stored = usedAfterGc();
       long replies = sink.replies.get();
       for (int i = 0; i < k; i++) {
-        open[i] = openGeneration(service, sink, "c" + i, firstChunk);
+        open[i] = openGeneration(service, sink, "c" + i, firstChunks);
       }
       long inFlight = usedAfterGc();
-      // 4 replies per stream (request headers, request body, response headers, the first body chunk)
+      // A reply to every message (request headers, request body, response headers, the body chunks)
       // and every stored context usage taken.
-      if (sink.replies.get() - replies != 4L * k || store.size() != 0) {
+      if (sink.replies.get() - replies != (3L + firstChunks.size()) * k || store.size() != 0) {
         throw new IllegalStateException("streams did not reach the middle of the body: replies "
             + (sink.replies.get() - replies) + ", store " + store.size());
       }
@@ -122,13 +128,15 @@ public final class MemoryProbe {
   }
 
   private static StreamObserver<ProcessingRequest> openGeneration(
-      ExtProcService service, Sink sink, String id, byte[] firstChunk) {
+      ExtProcService service, Sink sink, String id, List<byte[]> firstChunks) {
     StreamObserver<ProcessingRequest> s = service.process(sink);
     s.onNext(requestHeaders(id, EndToEnd.GENERATION_CLUSTER));
     s.onNext(body(true, ("{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
         + "\"kv_transfer_params\":{\"do_remote_prefill\":true}}").getBytes(StandardCharsets.UTF_8), true));
     s.onNext(responseHeaders("text/event-stream"));
-    s.onNext(body(false, firstChunk, false));
+    for (byte[] chunk : firstChunks) {
+      s.onNext(body(false, chunk, false));
+    }
     return s;
   }
 

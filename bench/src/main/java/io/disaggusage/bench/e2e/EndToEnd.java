@@ -9,7 +9,6 @@ import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.testing.envoy.Exchange;
-import io.disaggusage.extproc.testing.envoy.ExchangeResult;
 import io.disaggusage.extproc.testing.envoy.EnvoyStats;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -27,7 +26,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
- * End to end over gRPC on loopback: the fake Envoy runs context+generation exchange pairs in
+ * End to end over gRPC on loopback: a driver playing Envoy ({@link Driver}) runs context+generation exchange pairs in
  * {@code streams} closed-loop lanes (so at most that many ext_proc streams are open at once) against
  * the service and against the {@link NullProcessor}, alternating the two in every round. The
  * generation response is an SSE stream of {@value #CONTENT_EVENTS} content events, the usage event and
@@ -65,6 +64,14 @@ public final class EndToEnd {
   /** One concurrency level: the service and the floor. */
   public record Level(int streams, Side service, Side floor) {}
 
+  /** Who plays Envoy. */
+  public enum Driver {
+    /** {@link LeanEnvoy}: the protocol only, so the servers' cost is not buried under the driver's. */
+    LEAN,
+    /** The test suite's fake Envoy: every filter rule, timer and check (and their CPU cost). */
+    FAKE_ENVOY
+  }
+
   private EndToEnd() {}
 
   /**
@@ -85,7 +92,8 @@ public final class EndToEnd {
    * Runs every level: per round, the floor then the service in even rounds and the other way round
    * in odd ones, each with {@code warmup} then {@code measure}.
    */
-  public static List<Level> run(int[] levels, Duration warmup, Duration measure, int rounds, Consumer<String> log)
+  public static List<Level> run(
+      Driver driver, int[] levels, Duration warmup, Duration measure, int rounds, Consumer<String> log)
       throws Exception {
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     Config config = config();
@@ -99,14 +107,15 @@ public final class EndToEnd {
         Acc f = new Acc(floor.name);
         for (int round = 0; round < rounds; round++) {
           boolean floorFirst = round % 2 == 0;
-          measure(floorFirst ? floor : service, floorFirst ? f : s, streams, warmup, measure);
-          measure(floorFirst ? service : floor, floorFirst ? s : f, streams, warmup, measure);
+          measure(driver, floorFirst ? floor : service, floorFirst ? f : s, streams, warmup, measure);
+          measure(driver, floorFirst ? service : floor, floorFirst ? s : f, streams, warmup, measure);
         }
         Level level = new Level(streams, s.side(), f.side());
         log.accept(
             String.format(
                 java.util.Locale.ROOT,
-                "e2e %3d streams: service %.0f chunks/s p50 %d us p99 %d us | null %.0f chunks/s p50 %d us p99 %d us",
+                "%s %3d streams: service %.0f chunks/s p50 %d us p99 %d us | null %.0f chunks/s p50 %d us p99 %d us",
+                driver == Driver.LEAN ? "lean driver" : "fake Envoy ",
                 streams,
                 level.service().chunksPerSecond(),
                 level.service().p50Nanos() / 1000,
@@ -145,7 +154,7 @@ public final class EndToEnd {
     }
   }
 
-  private static void measure(Target target, Acc acc, int streams, Duration warmup, Duration measure)
+  private static void measure(Driver driver, Target target, Acc acc, int streams, Duration warmup, Duration measure)
       throws Exception {
     System.gc();
     AtomicBoolean stop = new AtomicBoolean();
@@ -158,21 +167,21 @@ public final class EndToEnd {
     for (int i = 0; i < streams; i++) {
       CompletableFuture<Void> done = new CompletableFuture<>();
       lanes.add(done);
-      next(target, stop, ids, pairs, problems, done);
+      next(driver, target, stop, ids, pairs, problems, done);
     }
     Thread.sleep(warmup.toMillis());
-    target.clock.reset();
+    reset(driver, target);
     long pairs0 = pairs.get();
     Map<Long, Long> cpu0 = threadCpu();
     long process0 = processCpu();
     long t0 = System.nanoTime();
     Thread.sleep(measure.toMillis());
     long t1 = System.nanoTime();
-    long chunks = target.clock.replies();
+    long chunks = driver == Driver.LEAN ? target.lean.replies() : target.clock.replies();
     Map<Long, Long> cpu1 = threadCpu();
     long process1 = processCpu();
     LatencyHistogram snapshot = new LatencyHistogram();
-    target.clock.latency().addTo(snapshot);
+    (driver == Driver.LEAN ? target.lean.latency() : target.clock.latency()).addTo(snapshot);
     long pairs1 = pairs.get();
     stop.set(true);
     CompletableFuture.allOf(lanes.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
@@ -186,41 +195,85 @@ public final class EndToEnd {
     acc.problems += problems.get() + (timeoutsAfter - timeoutsBefore);
   }
 
+  private static void reset(Driver driver, Target target) {
+    if (driver == Driver.LEAN) {
+      target.lean.reset();
+    } else {
+      target.clock.reset();
+    }
+  }
+
   /** Starts the next pair of a lane, or ends the lane once {@code stop} is set. */
   private static void next(
-      Target target, AtomicBoolean stop, AtomicLong ids, AtomicLong pairs, AtomicLong problems,
+      Driver driver, Target target, AtomicBoolean stop, AtomicLong ids, AtomicLong pairs, AtomicLong problems,
       CompletableFuture<Void> done) {
     if (stop.get()) {
       done.complete(null);
       return;
     }
     long n = ids.incrementAndGet();
+    boolean verify = n % 64 == 0;
+    CompletableFuture<String> pair = driver == Driver.LEAN ? leanPair(target, n, verify) : fakePair(target, n, verify);
+    pair.whenComplete((body, error) -> {
+      if (error != null) {
+        problems.incrementAndGet();
+        done.completeExceptionally(error);
+        return;
+      }
+      if (verify && !verified(target, body)) {
+        problems.incrementAndGet();
+      }
+      pairs.incrementAndGet();
+      next(driver, target, stop, ids, pairs, problems, done);
+    });
+  }
+
+  /** A pair through the fake Envoy; completes with the generation body the client received. */
+  private static CompletableFuture<String> fakePair(Target target, long n, boolean verify) {
     String id = target.name + "-" + n;
-    target.envoy.start(context(id)).result()
+    return target.envoy.start(context(id)).result()
         .thenCompose(ctx -> {
           if (ctx.clientResponse().status() != 200) {
-            problems.incrementAndGet();
+            throw new IllegalStateException("context exchange answered " + ctx.clientResponse().status());
           }
           return target.envoy.start(generation(id, n)).result();
         })
-        .whenComplete((gen, error) -> {
-          if (error != null) {
-            problems.incrementAndGet();
-            done.completeExceptionally(error);
-            return;
+        .thenApply(gen -> {
+          if (gen.clientResponse().status() != 200) {
+            throw new IllegalStateException("generation exchange answered " + gen.clientResponse().status());
           }
-          if (n % 64 == 0 && !verified(target, gen)) {
-            problems.incrementAndGet();
-          }
-          pairs.incrementAndGet();
-          next(target, stop, ids, pairs, problems, done);
+          return verify ? gen.clientResponse().bodyUtf8() : "";
         });
   }
 
+  private static final byte[] CONTEXT_REQUEST_BYTES = CONTEXT_REQUEST.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  private static final byte[] GENERATION_REQUEST_BYTES =
+      GENERATION_REQUEST.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  private static final LeanEnvoy.Shape CONTEXT_SHAPE =
+      LeanEnvoy.Shape.of(CONTEXT_CLUSTER, CONTEXT_REQUEST_BYTES, "application/json", List.of(CONTEXT_RESPONSE));
+  private static final List<LeanEnvoy.Shape> GENERATION_SHAPES = generationShapes();
+
+  private static List<LeanEnvoy.Shape> generationShapes() {
+    List<LeanEnvoy.Shape> shapes = new ArrayList<>();
+    for (int seed = 0; seed < 16; seed++) {
+      shapes.add(LeanEnvoy.Shape.of(GENERATION_CLUSTER, GENERATION_REQUEST_BYTES, "text/event-stream",
+          Bodies.chunks(GENERATION_STREAM, 1024, 16 * 1024, seed)));
+    }
+    return shapes;
+  }
+
+  /** A pair through the lean driver; completes with the generation body the client received. */
+  private static CompletableFuture<String> leanPair(Target target, long n, boolean verify) {
+    String id = target.name + "-" + n;
+    return target.lean.exchange(PATH, id, CONTEXT_SHAPE, CONTEXT_REQUEST_BYTES.length, false)
+        .thenCompose(ctx -> target.lean.exchange(
+            PATH, id, GENERATION_SHAPES.get((int) (n % GENERATION_SHAPES.size())), GENERATION_REQUEST_BYTES.length, verify))
+        .thenApply(body -> new String(body, java.nio.charset.StandardCharsets.UTF_8));
+  }
+
   /** A sample of generation responses is checked: corrected by the service, untouched by the floor. */
-  private static boolean verified(Target target, ExchangeResult gen) {
-    String body = gen.clientResponse().bodyUtf8();
-    if (gen.clientResponse().status() != 200 || !body.endsWith(Wire.DONE)) {
+  private static boolean verified(Target target, String body) {
+    if (!body.endsWith(Wire.DONE)) {
       return false;
     }
     boolean corrected = body.contains("\"prompt_tokens_details\":{\"cached_tokens\":7}");

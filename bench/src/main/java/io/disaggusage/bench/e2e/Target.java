@@ -28,8 +28,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One ext_proc server on a loopback Netty listener, and the fake Envoy driving it through a
- * {@link ReplyClock}. Every server thread (Netty event loops and the gRPC application executor) is
+ * One ext_proc server on a loopback Netty listener, the fake Envoy driving it through a
+ * {@link ReplyClock}, and a {@link LeanEnvoy} on a connection of its own. Every server thread (Netty event loops and the gRPC application executor) is
  * named {@code threadPrefix-…}, so its CPU time can be told apart from the driver's.
  */
 final class Target implements AutoCloseable {
@@ -40,8 +40,10 @@ final class Target implements AutoCloseable {
   final String threadPrefix;
   final ReplyClock clock = new ReplyClock();
   final FakeEnvoy envoy;
+  final LeanEnvoy lean;
   private final Server server;
   private final ManagedChannel channel;
+  private final ManagedChannel leanChannel;
   private final EventLoopGroup boss;
   private final EventLoopGroup workers;
   private final ExecutorService executor;
@@ -75,6 +77,8 @@ final class Target implements AutoCloseable {
             .build()
             .start();
     channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
+    leanChannel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
+    lean = new LeanEnvoy(leanChannel);
     ExternalProcessor filter =
         ShippedEnvoyConfig.extProcFilter().toBuilder()
             .setMessageTimeout(Durations.fromSeconds(MESSAGE_TIMEOUT_SECONDS))
@@ -91,6 +95,7 @@ final class Target implements AutoCloseable {
   public void close() throws Exception {
     envoy.close();
     channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    leanChannel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     executor.shutdownNow();
     boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
