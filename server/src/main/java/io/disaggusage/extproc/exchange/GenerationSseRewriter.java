@@ -10,7 +10,6 @@ import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageNames;
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +29,12 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private final int maxHeldBytes;
   private final SseFramer framer;
 
-  private final ByteArrayOutputStream ready = new ByteArrayOutputStream(1024);
+  /**
+   * Items released since the last {@link #takeReady}: their own (immutable) arrays, joined once when
+   * taken, so no output buffer grows per chunk or stays chunk-sized while the stream idles.
+   */
+  private final ArrayList<byte[]> ready = new ArrayList<>();
+  private int readyBytes;
   private final ArrayDeque<SseItem> held = new ArrayDeque<>();
   private long heldBytes;
 
@@ -69,11 +73,23 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
 
   @Override
   public byte[] takeReady() {
-    if (ready.size() == 0) {
+    if (readyBytes == 0) {
+      ready.clear();
       return Bytes.EMPTY;
     }
-    byte[] out = ready.toByteArray();
-    ready.reset();
+    byte[] out;
+    if (ready.size() == 1) {
+      out = ready.get(0); // one item: its own array, no copy
+    } else {
+      out = new byte[readyBytes];
+      int at = 0;
+      for (byte[] b : ready) {
+        System.arraycopy(b, 0, out, at, b.length);
+        at += b.length;
+      }
+    }
+    ready.clear();
+    readyBytes = 0;
     return out;
   }
 
@@ -217,8 +233,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       record(Outcome.REWRITTEN, new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model()));
       if (r.corrected()) {
         correctedAny = true;
-        byte[] patched = event.patchedRaw(patches(r.edits()));
-        ready.write(patched, 0, patched.length);
+        release(event.patchedRaw(patches(r.edits())));
         return;
       }
     } else if (result instanceof JsonUsageRewriter.Rejected rejected) {
@@ -245,6 +260,13 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   }
 
   private void emitRaw(SseItem item) {
-    ready.write(item.rawArray(), 0, item.rawLength());
+    release(item.rawArray());
+  }
+
+  private void release(byte[] bytes) {
+    if (bytes.length > 0) {
+      ready.add(bytes);
+      readyBytes += bytes.length;
+    }
   }
 }

@@ -207,6 +207,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       if (scanner != null) {
         scanner.end();
         classify(scanner.facts());
+        scanner = null; // its parser and buffers would otherwise live as long as the response streams
       }
     }
     complete(slot, EnvoyMessages.body(true, null, null));
@@ -229,6 +230,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       if (scanner != null) {
         scanner.end();
         classify(scanner.facts());
+        scanner = null;
       } else {
         classification = Classification.NONE;
       }
