@@ -36,6 +36,15 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private final ArrayList<byte[]> ready = new ArrayList<>();
   private int readyBytes;
   private final ArrayDeque<SseItem> held = new ArrayDeque<>();
+
+  // The event still being received: where it starts in the stream, how much of it went out early,
+  // whether releasing it early has stopped (a "usage" key, or bytes kept back), and the last bytes
+  // released (a "usage" key may straddle two chunks).
+  private long partialStart = -1;
+  private long alreadyReleased;
+  private boolean partialStopped;
+  private final byte[] tail = new byte[USAGE_KEY.length - 1];
+  private int partialTail;
   private long heldBytes;
 
   private boolean contextKnown;
@@ -63,6 +72,82 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   @Override
   public void accept(byte[] chunk) {
     framer.feed(chunk);
+    forwardSafePrefix(chunk);
+  }
+
+  /**
+   * Releases the start of the event still being received, up to the first {@code "usage"} in it: a
+   * rewrite only ever changes the usage value, which comes after its key, so those bytes go out the
+   * same whatever the rest of the event holds. Content events cut by a chunk boundary then leave with
+   * their chunk, and the reply usually needs no body mutation at all. When the event completes, the
+   * bytes already released are not released again ({@link #release}).
+   */
+  private void forwardSafePrefix(byte[] chunk) {
+    long heldStart = framer.bytesFed() - framer.heldBytes();
+    if (heldStart != partialStart) {
+      partialStart = heldStart; // a new partial event: nothing of it released yet
+      partialStopped = false;
+      partialTail = 0;
+    }
+    if (partialStopped || abandoning || !held.isEmpty() || framer.heldBytes() == 0) {
+      return;
+    }
+    long chunkStart = framer.bytesFed() - chunk.length;
+    long from = heldStart + alreadyReleased;
+    if (from < chunkStart) {
+      partialStopped = true; // bytes before this chunk were kept back: keep the rest with them
+      return;
+    }
+    int offset = (int) (from - chunkStart);
+    int length = chunk.length - offset;
+    int usage = indexOfUsageKey(chunk, offset, length);
+    int safe = usage < 0 ? length : usage;
+    if (usage >= 0 && usage < partialTail) {
+      safe = 0; // the key began in bytes released before: release nothing more of this event
+    } else if (usage >= 0) {
+      safe = usage - partialTail;
+    }
+    if (usage >= 0) {
+      partialStopped = true;
+    }
+    if (safe > 0) {
+      ready.add(java.util.Arrays.copyOfRange(chunk, offset, offset + safe));
+      readyBytes += safe;
+      alreadyReleased += safe;
+      rememberTail(chunk, offset, safe);
+    }
+  }
+
+  private static final byte[] USAGE_KEY = {'"', 'u', 's', 'a', 'g', 'e', '"'};
+
+  /**
+   * Where {@code "usage"} starts in the last released tail of this event followed by
+   * {@code chunk[offset, offset+length)}, as an index into that concatenation; -1 when absent.
+   */
+  private int indexOfUsageKey(byte[] chunk, int offset, int length) {
+    int total = partialTail + length;
+    for (int i = 0; i + USAGE_KEY.length <= total; i++) {
+      boolean match = true;
+      for (int k = 0; k < USAGE_KEY.length && match; k++) {
+        int at = i + k;
+        byte b = at < partialTail ? tail[at] : chunk[offset + at - partialTail];
+        match = b == USAGE_KEY[k];
+      }
+      if (match) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private void rememberTail(byte[] chunk, int offset, int length) {
+    int keep = USAGE_KEY.length - 1;
+    byte[] joined = new byte[partialTail + length];
+    System.arraycopy(tail, 0, joined, 0, partialTail);
+    System.arraycopy(chunk, offset, joined, partialTail, length);
+    int n = Math.min(keep, joined.length);
+    System.arraycopy(joined, joined.length - n, tail, 0, n);
+    partialTail = n;
   }
 
   @Override
@@ -264,6 +349,12 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   }
 
   private void release(byte[] bytes) {
+    if (alreadyReleased > 0) {
+      // The start of this item went out early (forwardSafePrefix); those bytes are the same here.
+      int skip = (int) Math.min(alreadyReleased, bytes.length);
+      alreadyReleased -= skip;
+      bytes = skip == bytes.length ? Bytes.EMPTY : java.util.Arrays.copyOfRange(bytes, skip, bytes.length);
+    }
     if (bytes.length > 0) {
       ready.add(bytes);
       readyBytes += bytes.length;

@@ -111,7 +111,9 @@ class GenerationSseRewriterTest {
   void generationFirstHoldsFromTheFirstUsageEventOnly() {
     GenerationSseRewriter r = rewriter();
     r.accept((CONTENT + USAGE.substring(0, 30)).getBytes(StandardCharsets.UTF_8));
-    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT);
+    // The usage event's start (before its "usage" key) cannot change: it leaves with its chunk.
+    assert !USAGE.substring(0, 30).contains("\"usage\"");
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT + USAGE.substring(0, 30));
     assertThat(r.wantsContext()).isFalse();
     r.accept((USAGE.substring(30) + DONE).getBytes(StandardCharsets.UTF_8));
     assertThat(r.takeReady()).isEmpty();
@@ -119,11 +121,31 @@ class GenerationSseRewriterTest {
     r.finish();
     assertThat(r.waiting()).isTrue();
     r.resolveContext(CTX, null);
-    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(USAGE_FIXED + DONE);
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(USAGE_FIXED.substring(30) + DONE);
     assertThat(r.report().outcome()).isEqualTo(Outcome.REWRITTEN);
     assertThat(r.report().corrected()).isTrue();
     assertThat(r.report().figures().cached()).isEqualTo(BigInteger.valueOf(9));
     assertThat(r.report().figures().reportedCached()).isEqualTo(BigInteger.valueOf(128));
+  }
+
+  @Test
+  void aContentEventCutByAChunkBoundaryLeavesWithItsChunk() {
+    GenerationSseRewriter r = rewriter();
+    r.resolveContext(CTX, null);
+    byte[] all = (CONTENT + CONTENT + USAGE + DONE).getBytes(StandardCharsets.UTF_8);
+    int cut = CONTENT.length() + 17; // inside the second content event
+    byte[] first = java.util.Arrays.copyOfRange(all, 0, cut);
+    r.accept(first);
+    assertThat(r.takeReady()).isEqualTo(first); // exactly the chunk: Envoy needs no body mutation
+    int cut2 = (CONTENT + CONTENT).length() + 20; // inside the usage event, before its "usage" key
+    byte[] second = java.util.Arrays.copyOfRange(all, cut, cut2);
+    r.accept(second);
+    assertThat(r.takeReady()).isEqualTo(second);
+    byte[] rest = java.util.Arrays.copyOfRange(all, cut2, all.length);
+    r.accept(rest);
+    r.finish();
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8))
+        .isEqualTo(USAGE_FIXED.substring(20) + DONE);
   }
 
   @Test
