@@ -111,7 +111,8 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       partialStopped = true;
     }
     if (safe > 0) {
-      ready.add(java.util.Arrays.copyOfRange(chunk, offset, offset + safe));
+      // The whole chunk is the common case (content events cut at the chunk's end): no copy.
+      ready.add(offset == 0 && safe == chunk.length ? chunk : java.util.Arrays.copyOfRange(chunk, offset, offset + safe));
       readyBytes += safe;
       alreadyReleased += safe;
       rememberTail(chunk, offset, safe);
@@ -140,14 +141,18 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     return -1;
   }
 
+  /** Keeps the last (at most six) released bytes of this event, without copying the chunk. */
   private void rememberTail(byte[] chunk, int offset, int length) {
-    int keep = USAGE_KEY.length - 1;
-    byte[] joined = new byte[partialTail + length];
-    System.arraycopy(tail, 0, joined, 0, partialTail);
-    System.arraycopy(chunk, offset, joined, partialTail, length);
-    int n = Math.min(keep, joined.length);
-    System.arraycopy(joined, joined.length - n, tail, 0, n);
-    partialTail = n;
+    int keep = tail.length;
+    if (length >= keep) {
+      System.arraycopy(chunk, offset + length - keep, tail, 0, keep);
+      partialTail = keep;
+      return;
+    }
+    int fromOld = Math.min(partialTail, keep - length);
+    System.arraycopy(tail, partialTail - fromOld, tail, 0, fromOld);
+    System.arraycopy(chunk, offset, tail, fromOld, length);
+    partialTail = fromOld + length;
   }
 
   @Override
