@@ -12,8 +12,6 @@ import ch.qos.logback.classic.spi.StackTraceElementProxy;
 import ch.qos.logback.core.read.ListAppender;
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.exchange.ContextObserver;
-import io.disaggusage.extproc.exchange.ExchangeReport;
-import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
 import io.disaggusage.extproc.scenario.Flows;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
@@ -187,11 +185,9 @@ class ExchangeLogTest {
    * A generation processor whose exception message quotes the chunk it choked on. It takes the chunk
    * first (as a real processor holds what it was given), so the fail-open path can give it back.
    */
-  static final class QuotingFailure implements ResponseBodyProcessor {
-    private final ResponseBodyProcessor delegate;
-
+  static final class QuotingFailure extends DelegatingProcessor {
     QuotingFailure(ResponseBodyProcessor delegate) {
-      this.delegate = delegate;
+      super(delegate);
     }
 
     @Override
@@ -201,41 +197,6 @@ class ExchangeLogTest {
       if (text.contains("SECRET")) {
         throw new IllegalStateException("unexpected token near: " + text, new RuntimeException(text));
       }
-    }
-
-    @Override
-    public void finish() {
-      delegate.finish();
-    }
-
-    @Override
-    public byte[] takeReady() {
-      return delegate.takeReady();
-    }
-
-    @Override
-    public boolean wantsContext() {
-      return delegate.wantsContext();
-    }
-
-    @Override
-    public boolean waiting() {
-      return delegate.waiting();
-    }
-
-    @Override
-    public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
-      delegate.resolveContext(context, reasonIfNull);
-    }
-
-    @Override
-    public byte[] abandon() {
-      return delegate.abandon();
-    }
-
-    @Override
-    public ExchangeReport report() {
-      return delegate.report();
     }
   }
 
