@@ -2,6 +2,7 @@ package io.disaggusage.extproc.exchange;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.json.ByteEdits;
+import io.disaggusage.extproc.sse.ByteSearch;
 import io.disaggusage.extproc.sse.SseEvent;
 import io.disaggusage.extproc.sse.SseFramer;
 import io.disaggusage.extproc.sse.SseItem;
@@ -71,8 +72,52 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
 
   @Override
   public void accept(byte[] chunk) {
+    if (passesUnchanged(chunk)) {
+      skim(chunk);
+      return;
+    }
     framer.feed(chunk);
     forwardSafePrefix(chunk);
+  }
+
+  /**
+   * Whether {@code chunk} leaves exactly as it came, decided before framing it: nothing is held or
+   * kept back, and no {@code "usage"} key starts in it (nor straddles into it from the event still
+   * being received, whose start went out already). Every event completing in it is then content,
+   * and the event it leaves incomplete may go out up to the chunk's end. This is nearly every chunk
+   * of a stream, so they skip item building, copies and the join in {@link #takeReady}: the reply
+   * carries the caller's own array, which {@code ExchangeStream} recognises as unchanged.
+   */
+  private boolean passesUnchanged(byte[] chunk) {
+    if (abandoning || !held.isEmpty()) {
+      return false;
+    }
+    int partial = framer.heldBytes();
+    if (partial > 0
+        && (framer.bytesFed() - partial != partialStart || partialStopped || alreadyReleased != partial)) {
+      return false; // the event still being received has bytes kept back
+    }
+    return straddlingUsageKey(chunk, 0, chunk.length, partial == 0 ? 0 : partialTail) < 0
+        && ByteSearch.indexOf(chunk, 0, chunk.length, USAGE_KEY, USAGE_KEY_ANCHOR) < 0;
+  }
+
+  /** Frames a chunk known to pass unchanged, and releases all of it. */
+  private void skim(byte[] chunk) {
+    framer.skim(chunk);
+    ready.add(chunk);
+    readyBytes += chunk.length;
+    int partial = framer.heldBytes();
+    long heldStart = framer.bytesFed() - partial;
+    if (heldStart != partialStart) {
+      partialStart = heldStart;
+      partialStopped = false;
+      partialTail = 0;
+    }
+    alreadyReleased = partial;
+    int inChunk = Math.min(partial, chunk.length);
+    if (inChunk > 0) {
+      rememberTail(chunk, chunk.length - inChunk, inChunk);
+    }
   }
 
   /**
@@ -120,18 +165,32 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   }
 
   private static final byte[] USAGE_KEY = {'"', 'u', 's', 'a', 'g', 'e', '"'};
+  /** The key's {@code g}: far rarer in JSON than its quote, so the search runs on it. */
+  private static final int USAGE_KEY_ANCHOR = 4;
 
   /**
    * Where {@code "usage"} starts in the last released tail of this event followed by
    * {@code chunk[offset, offset+length)}, as an index into that concatenation; -1 when absent.
    */
   private int indexOfUsageKey(byte[] chunk, int offset, int length) {
-    int total = partialTail + length;
-    for (int i = 0; i + USAGE_KEY.length <= total; i++) {
+    int straddling = straddlingUsageKey(chunk, offset, length, partialTail);
+    if (straddling >= 0) {
+      return straddling;
+    }
+    int at = ByteSearch.indexOf(chunk, offset, offset + length, USAGE_KEY, USAGE_KEY_ANCHOR);
+    return at < 0 ? -1 : partialTail + at - offset;
+  }
+
+  /**
+   * A {@code "usage"} key that starts in the first {@code tailLength} bytes of {@link #tail} and ends
+   * in {@code chunk[offset, offset+length)}: its start in that concatenation, or -1.
+   */
+  private int straddlingUsageKey(byte[] chunk, int offset, int length, int tailLength) {
+    for (int i = 0; i < tailLength && i + USAGE_KEY.length <= tailLength + length; i++) {
       boolean match = true;
       for (int k = 0; k < USAGE_KEY.length && match; k++) {
         int at = i + k;
-        byte b = at < partialTail ? tail[at] : chunk[offset + at - partialTail];
+        byte b = at < tailLength ? tail[at] : chunk[offset + at - tailLength];
         match = b == USAGE_KEY[k];
       }
       if (match) {
@@ -219,7 +278,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   @Override
   public ExchangeReport report() {
     Outcome outcome = lastUsageOutcome;
-    if (outcome == Outcome.NO_USAGE && oversizeSeen) {
+    if (outcome == Outcome.NO_USAGE && (oversizeSeen || framer.oversizeEventCount() > 0)) {
       outcome = Outcome.OVERSIZE;
     }
     if (lastUsageReport != null && outcome == lastUsageReport.outcome()) {

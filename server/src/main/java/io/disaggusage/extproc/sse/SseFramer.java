@@ -54,10 +54,11 @@ import java.util.function.Consumer;
  * {@link SseEvent#terminated()} false (its last line may lack a terminator), or, when it was only
  * waiting for a possible {@code \n} after its final CR, as a terminated event.
  *
- * <p><b>Cost.</b> Every input byte is scanned for line terminators once (a partial event keeps its
- * scan state across chunks, so held bytes are never rescanned) and copied into its item once, plus
- * once into the held buffer when its event spans chunks (that buffer grows by doubling). Pass-through
- * pieces are copied once. A framer is not thread-safe and not re-entrant: the sink must not call back
+ * <p><b>Cost.</b> Every input byte is scanned for line terminators once, eight at a time ({@link
+ * ByteSearch}; a partial event keeps its scan state across chunks, so held bytes are never rescanned)
+ * and copied into its item once, plus once into the held buffer when its event spans chunks (that
+ * buffer grows by doubling). Pass-through pieces are copied once. {@link #skim} copies only the
+ * held bytes. A framer is not thread-safe and not re-entrant: the sink must not call back
  * into it. If the sink throws, the framer must be discarded.
  */
 public final class SseFramer {
@@ -104,6 +105,8 @@ public final class SseFramer {
   private boolean finished;
   private boolean busy;
   private byte[] scratch;
+  /** False while {@link #skim} runs: completed items are dropped, not built. */
+  private boolean delivering = true;
 
   /**
    * @param maxEventBytes largest event (raw bytes, terminator included) that is framed; larger events
@@ -172,6 +175,22 @@ public final class SseFramer {
       }
     } finally {
       busy = false;
+    }
+  }
+
+  /**
+   * Frames {@code chunk} exactly like {@link #feed(byte[])} but delivers none of the items that
+   * complete in it: for a caller that knows it needs none of them (their bytes go out as they came).
+   * Items are neither copied nor built; oversize events are still counted. The incomplete item at
+   * the chunk's end is held as by {@code feed}, and is delivered by a later {@code feed} or {@link
+   * #finish()} with all its bytes.
+   */
+  public void skim(byte[] chunk) {
+    delivering = false;
+    try {
+      feed(chunk, 0, chunk.length);
+    } finally {
+      delivering = true;
     }
   }
 
@@ -263,14 +282,7 @@ public final class SseFramer {
           continue;
         }
       }
-      int j = i;
-      while (j < end) {
-        byte b = c[j];
-        if (b == '\n' || b == '\r') {
-          break;
-        }
-        j++;
-      }
+      int j = ByteSearch.lineBreak(c, i, end);
       if (oversize && j > i && chunkPos + (j - off) > bomEnd()) {
         lineHasContent = true;
       }
@@ -375,6 +387,10 @@ public final class SseFramer {
     if (oversize) {
       emitOversizePiece(c, off, itemStart, e);
       oversize = false;
+    } else if (!delivering) {
+      if (e - itemStart > maxEventBytes) {
+        oversizeEvents++;
+      }
     } else {
       byte[] raw = copyItem(c, off, itemStart, e);
       if (raw.length > maxEventBytes) {
@@ -406,13 +422,14 @@ public final class SseFramer {
 
   private void emitOversizePiece(byte[] c, int off, int itemStart, int e) {
     if (e > itemStart) {
-      byte[] raw = copyItem(c, off, itemStart, e);
       boolean first = !oversizeStarted;
       if (first) {
         oversizeEvents++;
         oversizeStarted = true;
       }
-      sink.accept(new SsePassThrough(raw, SsePassThrough.Kind.OVERSIZE, first));
+      if (delivering) {
+        sink.accept(new SsePassThrough(copyItem(c, off, itemStart, e), SsePassThrough.Kind.OVERSIZE, first));
+      }
     }
     heldLength = 0;
   }

@@ -149,6 +149,42 @@ class GenerationSseRewriterTest {
   }
 
   @Test
+  void chunksWithoutAUsageKeyLeaveAsTheCallersOwnArrays() {
+    for (boolean contextKnown : new boolean[] {true, false}) {
+      GenerationSseRewriter r = rewriter();
+      if (contextKnown) {
+        r.resolveContext(CTX, null);
+      }
+      byte[] all = (CONTENT.repeat(5) + USAGE + DONE).getBytes(StandardCharsets.UTF_8);
+      int usageKey = (CONTENT.repeat(5) + USAGE).indexOf("\"usage\"");
+      // Cuts inside content events, one between "usa" and "ge": every chunk before the key leaves
+      // as the very array given, with nothing copied; the straddled key is still found.
+      int[] cuts = {CONTENT.length() + 17, 2 * CONTENT.length(), 4 * CONTENT.length() + 3, usageKey + 4};
+      int prev = 0;
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      for (int cut : cuts) {
+        byte[] chunk = java.util.Arrays.copyOfRange(all, prev, cut);
+        r.accept(chunk);
+        byte[] ready = r.takeReady();
+        if (cut < usageKey) {
+          assertThat(ready).as("chunk ending at %d", cut).isSameAs(chunk);
+        }
+        out.writeBytes(ready);
+        prev = cut;
+      }
+      r.accept(java.util.Arrays.copyOfRange(all, prev, all.length));
+      r.finish();
+      out.writeBytes(r.takeReady());
+      if (!contextKnown) {
+        assertThat(r.wantsContext()).isTrue();
+        r.resolveContext(CTX, null);
+        out.writeBytes(r.takeReady());
+      }
+      assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(CONTENT.repeat(5) + USAGE_FIXED + DONE);
+    }
+  }
+
+  @Test
   void deadlineReleasesTheWorkersUsageUnchanged() {
     GenerationSseRewriter r = rewriter();
     r.accept((CONTENT + USAGE + DONE).getBytes(StandardCharsets.UTF_8));

@@ -1,0 +1,99 @@
+package io.disaggusage.extproc.sse;
+
+import static io.disaggusage.extproc.sse.SseTestSupport.describe;
+import static io.disaggusage.extproc.sse.SseTestSupport.randomCuts;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.sse.SseTestSupport.Desc;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * {@link SseFramer#skim}: a chunk skimmed instead of fed delivers nothing, and changes nothing else —
+ * every item completing in a fed chunk is delivered exactly as an all-feed run delivers it in that
+ * chunk (an event's bytes from skimmed chunks included), and oversize events are counted alike.
+ */
+class SseFramerSkimTest {
+  private static final long SEED = 0x5C1_3F00DL;
+
+  static Stream<Object[]> cases() {
+    List<Object[]> cases = new ArrayList<>();
+    for (SseTestSupport.Stream s : SseTestSupport.corpus()) {
+      for (int cap : new int[] {1 << 20, 24, 8}) {
+        cases.add(new Object[] {s.name(), s.bytes(), cap});
+      }
+    }
+    Random rnd = new Random(SEED);
+    for (int i = 0; i < 200; i++) {
+      cases.add(new Object[] {"random-" + i, SseTestSupport.randomStream(rnd), rnd.nextBoolean() ? 1 << 20 : 8 + rnd.nextInt(40)});
+    }
+    return cases.stream();
+  }
+
+  @ParameterizedTest(name = "{0} cap {2}")
+  @MethodSource("cases")
+  void skimmedChunksDeliverNothingAndFedChunksDeliverWhatFeedingDelivers(String name, byte[] stream, int cap) {
+    Random rnd = new Random(SEED ^ name.hashCode() ^ cap);
+    for (int trial = 0; trial < 40; trial++) {
+      int[] cuts = randomCuts(rnd, stream.length);
+      boolean[] skimmed = new boolean[cuts.length + 1];
+      for (int i = 0; i < skimmed.length; i++) {
+        skimmed[i] = rnd.nextBoolean();
+      }
+      List<List<Desc>> expected = run(stream, cap, cuts, new boolean[skimmed.length]);
+      List<List<Desc>> got = run(stream, cap, cuts, skimmed);
+      for (int i = 0; i < skimmed.length; i++) {
+        assertThat(got.get(i))
+            .as("%s cuts %s skimmed %s, chunk %d", name, Arrays.toString(cuts), Arrays.toString(skimmed), i)
+            .isEqualTo(skimmed[i] ? List.of() : expected.get(i));
+      }
+      assertThat(got.get(skimmed.length)).as("finish").isEqualTo(expected.get(skimmed.length));
+      assertThat(count(stream, cap, cuts, skimmed)).isEqualTo(count(stream, cap, cuts, new boolean[skimmed.length]));
+    }
+  }
+
+  /** Items delivered per chunk (skimmed or fed as flagged), the last list being those of finish(). */
+  private static List<List<Desc>> run(byte[] stream, int cap, int[] cuts, boolean[] skimmed) {
+    List<SseItem> sink = new ArrayList<>();
+    SseFramer framer = new SseFramer(cap, sink::add);
+    List<List<Desc>> perChunk = new ArrayList<>();
+    int prev = 0;
+    for (int i = 0; i <= cuts.length; i++) {
+      int cut = i < cuts.length ? cuts[i] : stream.length;
+      byte[] chunk = Arrays.copyOfRange(stream, prev, cut);
+      if (skimmed[i]) {
+        framer.skim(chunk);
+      } else {
+        framer.feed(chunk);
+      }
+      perChunk.add(describe(new ArrayList<>(sink)));
+      sink.clear();
+      prev = cut;
+    }
+    framer.finish();
+    perChunk.add(describe(new ArrayList<>(sink)));
+    return perChunk;
+  }
+
+  private static long count(byte[] stream, int cap, int[] cuts, boolean[] skimmed) {
+    SseFramer framer = new SseFramer(cap, item -> {});
+    int prev = 0;
+    for (int i = 0; i <= cuts.length; i++) {
+      int cut = i < cuts.length ? cuts[i] : stream.length;
+      byte[] chunk = Arrays.copyOfRange(stream, prev, cut);
+      if (skimmed[i]) {
+        framer.skim(chunk);
+      } else {
+        framer.feed(chunk);
+      }
+      prev = cut;
+    }
+    framer.finish();
+    return framer.oversizeEventCount();
+  }
+}
