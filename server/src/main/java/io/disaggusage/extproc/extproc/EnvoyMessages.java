@@ -108,7 +108,18 @@ final class EnvoyMessages {
   }
 
   /** A STREAMED body reply: {@code replacement} null forwards the chunk as it came. */
+  /** The replies that change nothing, built once: they answer nearly every body message. */
+  private static final ProcessingResponse REQUEST_BODY_UNCHANGED = build(true, null, null);
+  private static final ProcessingResponse RESPONSE_BODY_UNCHANGED = build(false, null, null);
+
   static ProcessingResponse body(boolean request, ByteString replacement, Struct metadata) {
+    if (replacement == null && metadata == null) {
+      return request ? REQUEST_BODY_UNCHANGED : RESPONSE_BODY_UNCHANGED;
+    }
+    return build(request, replacement, metadata);
+  }
+
+  private static ProcessingResponse build(boolean request, ByteString replacement, Struct metadata) {
     CommonResponse.Builder common = CommonResponse.newBuilder();
     if (replacement != null) {
       common.setBodyMutation(BodyMutation.newBuilder().setBody(replacement));
