@@ -70,7 +70,7 @@ class EngineScenarioTest {
         .responseChunking(chunking);
   }
 
-  void assertRewritten(ExchangeResult gen, long prompt, long cached, long completion, long reportedCached) {
+  static void assertRewritten(ExchangeResult gen, long prompt, long cached, long completion, long reportedCached) {
     assertClean(gen);
     assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
     assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:prompt_tokens)%")).isEqualTo(Long.toString(prompt));
