@@ -83,6 +83,11 @@ class MessagesScenarioTest {
     assertRewritten(r[1], 186, 64, 8, 186);
     assertThat(r[1].accessLog("%DYNAMIC_METADATA(disagg_usage:corrected)%")).isEqualTo("true");
     assertThat(service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(1);
+    // Token metrics from the Anthropic members: the whole prompt, the true and the reported cache read.
+    assertThat(service.metrics.tokenCount(Wire.MODEL, "prompt")).isEqualTo(186);
+    assertThat(service.metrics.tokenCount(Wire.MODEL, "cached")).isEqualTo(64);
+    assertThat(service.metrics.tokenCount(Wire.MODEL, "cached_reported")).isEqualTo(186);
+    assertThat(service.metrics.tokenCount(Wire.MODEL, "completion")).isEqualTo(8);
   }
 
   @ParameterizedTest(name = "{0}")
