@@ -1,20 +1,16 @@
 package io.disaggusage.extproc.exchange;
 
-import static io.disaggusage.extproc.exchange.GenerationSseRewriterTest.split;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.usage.ContextUsage;
-import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageFigures;
 import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -37,45 +33,17 @@ class MessagesSseRewriterTest {
           "Par", "is", ".");
 
   static GenerationSseRewriter rewriter() {
-    var json = UsageDocument.newFactory(1 << 20);
-    return new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.MESSAGES, 1 << 16, 1 << 20);
-  }
-
-  static String run(List<byte[]> chunks, ContextUsage ctx) {
-    GenerationSseRewriter r = rewriter();
-    r.resolveContext(ctx, null);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    for (byte[] c : chunks) {
-      r.accept(c);
-      out.writeBytes(r.takeReady());
-    }
-    r.finish();
-    out.writeBytes(r.takeReady());
-    assertThat(r.waiting()).isFalse();
-    assertThat(r.report().outcome()).isEqualTo(Outcome.REWRITTEN);
-    return out.toString(StandardCharsets.UTF_8);
+    return GenerationSseRewriterTest.rewriter(UsageNames.MESSAGES);
   }
 
   @Test
   void everyTwoSplitPointsGiveTheSameBytes() {
-    int len = STREAM.length();
-    for (int i = 0; i <= len; i++) {
-      for (int j = i; j <= len; j += 5) {
-        assertThat(run(split(STREAM, i, j), CTX)).as("splits %d,%d", i, j).isEqualTo(EXPECTED);
-      }
-    }
+    GenerationSseRewriterTest.assertEveryTwoSplits(STREAM, EXPECTED, 5, CTX, UsageNames.MESSAGES);
   }
 
   @Test
   void randomMultiSplitsAndCrlf() {
-    String stream = STREAM.replace("\n", "\r\n");
-    String expected = EXPECTED.replace("\n", "\r\n");
-    long seed = System.nanoTime();
-    Random random = new Random(seed);
-    for (int n = 0; n < 2000; n++) {
-      int[] at = random.ints(random.nextInt(12), 0, stream.length() + 1).sorted().toArray();
-      assertThat(run(split(stream, at), CTX)).as("seed %d run %d", seed, n).isEqualTo(expected);
-    }
+    GenerationSseRewriterTest.assertRandomSplitsWithCrlf(STREAM, EXPECTED, CTX, UsageNames.MESSAGES);
   }
 
   @Test

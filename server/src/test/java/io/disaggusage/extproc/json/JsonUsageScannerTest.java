@@ -164,6 +164,13 @@ class JsonUsageScannerTest {
     }
   }
 
+  /** Scanning {@code bytes} in chunks of every size gives the {@code expected} events and verdict. */
+  static void assertEveryChunkSize(byte[] bytes, List<String> expected) {
+    for (int chunk = 1; chunk <= bytes.length; chunk++) {
+      assertThat(scan(bytes, chunk)).as("chunks of %d", chunk).isEqualTo(expected);
+    }
+  }
+
   @Test
   void reportsTheUsageMembersUsageDocumentReads() {
     String doc =
@@ -181,9 +188,7 @@ class JsonUsageScannerTest {
             "USAGE_OTHER_START@" + responseUsage,
             "USAGE_OTHER_START@" + nullUsage,
             "WELL-FORMED");
-    for (int chunk = 1; chunk <= bytes.length; chunk++) {
-      assertThat(scan(bytes, chunk)).as("chunks of %d", chunk).isEqualTo(expected);
-    }
+    assertEveryChunkSize(bytes, expected);
   }
 
   @Test
@@ -204,11 +209,7 @@ class JsonUsageScannerTest {
             + "\"messages\":{\"usage\":{}},\"x\":{\"message\":{\"usage\":{}}}}";
     byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
     int start = doc.indexOf("{\"input_tokens\"");
-    List<String> expected =
-        List.of("USAGE_OBJECT_START@" + start, "USAGE_OBJECT_END@" + doc.indexOf("}},"), "WELL-FORMED");
-    for (int chunk = 1; chunk <= bytes.length; chunk++) {
-      assertThat(scan(bytes, chunk)).as("chunks of %d", chunk).isEqualTo(expected);
-    }
+    assertEveryChunkSize(bytes, List.of("USAGE_OBJECT_START@" + start, "USAGE_OBJECT_END@" + doc.indexOf("}},"), "WELL-FORMED"));
     JsonUsageScanner s = new JsonUsageScanner();
     for (int i = 0; i < bytes.length; ) {
       i = s.scan(bytes, i, bytes.length);

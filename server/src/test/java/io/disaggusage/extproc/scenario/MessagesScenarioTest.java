@@ -10,8 +10,6 @@ import io.disaggusage.extproc.scenario.AnthropicClientView.MessagesUsage;
 import io.disaggusage.extproc.testing.envoy.Chunking;
 import io.disaggusage.extproc.testing.envoy.Exchange;
 import io.disaggusage.extproc.testing.envoy.ExchangeResult;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -21,20 +19,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Envoy under many chunkings: the decode worker reports the transferred prompt KV as a cache read, the
  * client sees the prefill worker's split, and the official Anthropic SDK reads the result.
  */
-class MessagesScenarioTest {
+class MessagesScenarioTest extends ScenarioFixture {
   static final String PATH = "/v1/messages";
-
-  ServiceUnderTest service;
-
-  @BeforeEach
-  void start() throws Exception {
-    service = new ServiceUnderTest(ServiceUnderTest.testConfig());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    service.close();
-  }
 
   static String request(boolean prefill, boolean stream) {
     return "{\"model\":\"" + Wire.MODEL + "\",\"max_tokens\":" + (prefill ? 1 : 64)
@@ -55,12 +41,9 @@ class MessagesScenarioTest {
   }
 
   static Exchange.Builder decode(String id, String contentType, String body, Chunking chunking) {
-    return Exchange.post(PATH, request(false, contentType.equals("text/event-stream")))
-        .requestHeader("x-request-id", id)
-        .responseHeader("content-type", contentType)
-        .responseBody(body)
-        .responseContentLength()
-        .responseChunking(chunking);
+    return EngineScenarioTest.genExchange(request(false, contentType.equals("text/event-stream")), contentType, body, chunking)
+        .path(PATH)
+        .requestHeader("x-request-id", id);
   }
 
   /** vLLM reporting cache counts: the decode worker's 186-token prompt is all a cache read. */
