@@ -151,8 +151,8 @@ public final class JsonUsageScanner {
 
   /**
    * The raw bytes between the quotes of the last string-valued {@code model} member seen (root, root
-   * {@code response} or root {@code message}), escapes undecoded; null if none, or if the last one was longer than
-   * {@link #MAX_MODEL_BYTES}.
+   * {@code response} or root {@code message}), escapes undecoded; null if none, or if the last one was
+   * longer than {@link #MAX_MODEL_BYTES}.
    */
   public byte[] modelText() {
     return model;

@@ -23,7 +23,10 @@ import java.util.Objects;
  *     one (every OpenAI-shaped usage)
  */
 public record ContextUsage(
-    BigInteger promptTokens, Map<String, String> details, BigInteger cachedTokens, BigInteger cacheCreationTokens) {
+    BigInteger promptTokens,
+    Map<String, String> details,
+    BigInteger cachedTokens,
+    BigInteger cacheCreationTokens) {
 
   public ContextUsage {
     Objects.requireNonNull(promptTokens, "promptTokens");

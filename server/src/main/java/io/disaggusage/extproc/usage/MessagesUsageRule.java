@@ -71,7 +71,7 @@ final class MessagesUsageRule {
     }
     BigInteger readCount = stated(read) ? read.integer() : BigInteger.ZERO;
     BigInteger creationCount = stated(creation) ? creation.integer() : null;
-    BigInteger prompt = input.integer().add(readCount).add(creationCount == null ? BigInteger.ZERO : creationCount);
+    BigInteger prompt = input.integer().add(readCount).add(orZero(creationCount));
     Map<String, String> details = new LinkedHashMap<>();
     if (stated(read)) {
       details.put(UsageNames.CACHED, readCount.toString());
