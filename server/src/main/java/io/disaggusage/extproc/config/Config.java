@@ -217,7 +217,7 @@ public record Config(
         new Classification(
             List.of(),
             List.of(),
-            List.of("/v1/chat/completions", "/v1/completions", "/v1/responses"),
+            List.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"),
             true),
         new Ordering(Duration.ofSeconds(2), Fallback.PASSTHROUGH),
         new Store(

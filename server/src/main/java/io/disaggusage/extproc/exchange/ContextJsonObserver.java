@@ -46,13 +46,23 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
 
   /** Reads context usage and ids from one complete JSON document. */
   static ContextObservation observe(JsonFactory factory, byte[] doc) {
+    return observe(factory, doc, false);
+  }
+
+  /**
+   * Reads context usage and ids from one complete JSON document. With {@code promptlessIsNoUsage}, a
+   * usage object that states no prompt count counts as no usage: in a stream, an Anthropic
+   * {@code message_delta} may carry {@code output_tokens} alone, leaving the prompt counts of
+   * {@code message_start} in force.
+   */
+  static ContextObservation observe(JsonFactory factory, byte[] doc, boolean promptlessIsNoUsage) {
     UsageDocument parsed;
     try {
       parsed = UsageDocument.parse(factory, doc);
     } catch (UsageDocument.MalformedException e) {
       return new ContextObservation(null, List.of(), null, Outcome.PARSE_ERROR);
     }
-    if (parsed.usage() == null) {
+    if (parsed.usage() == null || (promptlessIsNoUsage && !UsageRule.statesPrompt(parsed.usage()))) {
       return new ContextObservation(null, parsed.contextIds(), parsed.model(), Outcome.NO_USAGE);
     }
     ContextUsage usage = UsageRule.context(parsed.usage(), doc).orElse(null);

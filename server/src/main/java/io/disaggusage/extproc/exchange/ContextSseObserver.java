@@ -8,8 +8,9 @@ import io.disaggusage.extproc.usage.ContextUsage;
 import java.util.List;
 
 /**
- * Observes a streaming context response (SGLang prefill streams when its client streamed): every
- * chunk is forwarded unchanged at once; the usage of the last usage-bearing event is kept.
+ * Observes a streaming context response (SGLang prefill streams when its client streamed; Anthropic
+ * Messages streams): every chunk is forwarded unchanged at once; the usage of the last event whose
+ * usage states a prompt count is kept.
  */
 public final class ContextSseObserver extends ForwardingContextObserver {
   private final JsonFactory json;
@@ -38,7 +39,7 @@ public final class ContextSseObserver extends ForwardingContextObserver {
     if (!(item instanceof SseEvent event) || !event.hasData() || !event.mayContainUsage()) {
       return;
     }
-    ContextObservation seen = ContextJsonObserver.observe(json, event.payloadBytes());
+    ContextObservation seen = ContextJsonObserver.observe(json, event.payloadBytes(), true);
     if (seen.model() != null) {
       model = seen.model();
     }

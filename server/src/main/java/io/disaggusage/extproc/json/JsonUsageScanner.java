@@ -10,7 +10,8 @@ import java.util.Arrays;
  * values and allocates nothing per byte or chunk (only a copy of each string {@code model} value).
  *
  * <p>A usage slot is the value of the root object's {@code usage} member, or of the {@code usage}
- * member of the root's {@code response} object (the same places {@code UsageDocument} looks).
+ * member of the root's {@code response} or {@code message} object (the same places
+ * {@code UsageDocument} looks).
  * {@link #scan} stops right after the byte that starts or ends a usage-slot value, or at a syntax
  * error, and says which through {@link #event()} and {@link #eventIndex()}. The scanner also keeps the
  * raw text of the last string {@code model} member at those places.
@@ -78,7 +79,7 @@ public final class JsonUsageScanner {
   private static final int SLOT_NONE = 0;
   private static final int SLOT_USAGE = 1;
   private static final int SLOT_MODEL = 2;
-  private static final int SLOT_RESPONSE = 3;
+  private static final int SLOT_CONTAINER = 3; // the root's response or message object
 
   private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
   private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
@@ -86,6 +87,7 @@ public final class JsonUsageScanner {
   private static final byte[] USAGE = {'u', 's', 'a', 'g', 'e'};
   private static final byte[] MODEL = {'m', 'o', 'd', 'e', 'l'};
   private static final byte[] RESPONSE = {'r', 'e', 's', 'p', 'o', 'n', 's', 'e'};
+  private static final byte[] MESSAGE = {'m', 'e', 's', 's', 'a', 'g', 'e'};
 
   /** Bytes that continue a string without anything to check: printable ASCII but quote, backslash. */
   private static final boolean[] PLAIN = new boolean[256];
@@ -112,13 +114,13 @@ public final class JsonUsageScanner {
   private int digits;
 
   private int nameBytes; // decoded UTF-8 length of the current name
-  private boolean classify; // the current name may be usage / model / response
+  private boolean classify; // the current name may be usage / model / response / message
   private final byte[] nameHead = new byte[RESPONSE.length];
   private int nameHeadLength; // -1 once the name can be none of them
   private int pendingSlot = SLOT_NONE;
 
   private int usageDepth; // depth of the open usage-slot object, 0 when none is open
-  private boolean responseOpen; // the root's response object is open (it is at depth 2)
+  private boolean containerOpen; // the root's response or message object is open (it is at depth 2)
 
   private byte[] modelText; // the string being captured, lazily allocated
   private int modelLength; // -1 when the string being captured is too long
@@ -148,9 +150,9 @@ public final class JsonUsageScanner {
   }
 
   /**
-   * The raw bytes between the quotes of the last string-valued {@code model} member seen (root or
-   * root {@code response}), escapes undecoded; null if none, or if the last one was longer than
-   * {@link #MAX_MODEL_BYTES}.
+   * The raw bytes between the quotes of the last string-valued {@code model} member seen (root, root
+   * {@code response} or root {@code message}), escapes undecoded; null if none, or if the last one was
+   * longer than {@link #MAX_MODEL_BYTES}.
    */
   public byte[] modelText() {
     return model;
@@ -500,7 +502,7 @@ public final class JsonUsageScanner {
       usageDepth = 0;
     }
     if (depth == 2) {
-      responseOpen = false;
+      containerOpen = false;
     }
     depth--;
     state = depth == 0 ? END : AFTER_VALUE;
@@ -520,8 +522,8 @@ public final class JsonUsageScanner {
         }
         if (slot == SLOT_USAGE) {
           usageDepth = depth;
-        } else if (slot == SLOT_RESPONSE) {
-          responseOpen = true;
+        } else if (slot == SLOT_CONTAINER) {
+          containerOpen = true;
         }
         state = OBJECT_FIRST;
       }
@@ -565,7 +567,7 @@ public final class JsonUsageScanner {
   private void startName() {
     kind = KIND_NAME;
     nameBytes = 0;
-    classify = depth == 1 || (depth == 2 && responseOpen);
+    classify = depth == 1 || (depth == 2 && containerOpen);
     nameHeadLength = 0;
     state = STRING;
   }
@@ -670,7 +672,11 @@ public final class JsonUsageScanner {
       return SLOT_MODEL;
     }
     if (depth == 1 && nameHeadLength == RESPONSE.length && Arrays.equals(nameHead, RESPONSE)) {
-      return SLOT_RESPONSE;
+      return SLOT_CONTAINER;
+    }
+    if (depth == 1 && nameHeadLength == MESSAGE.length
+        && Arrays.equals(nameHead, 0, MESSAGE.length, MESSAGE, 0, MESSAGE.length)) {
+      return SLOT_CONTAINER;
     }
     return SLOT_NONE;
   }

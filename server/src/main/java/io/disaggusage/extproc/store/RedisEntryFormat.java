@@ -32,7 +32,11 @@ import java.util.Map;
  *  "details":{"cached_tokens":"7"}}
  * </pre>
  *
- * Counts are decimal strings (exact beyond 2^53); each {@code details} member is the context worker's
+ * An Anthropic context usage that states a cache creation count adds
+ * {@code "cache_creation_tokens":"<n>"}; readers that predate it ignore it (its prompt is already in
+ * {@code prompt_tokens}).
+ *
+ * <p>Counts are decimal strings (exact beyond 2^53); each {@code details} member is the context worker's
  * raw JSON value as a string, so it round-trips byte for byte and the store's Lua scripts (which decode
  * the value to find the aliases) never meet a number or nesting depth they cannot represent.
  */
@@ -91,6 +95,9 @@ public final class RedisEntryFormat {
       g.writeEndArray();
       g.writeStringField("prompt_tokens", usage.promptTokens().toString());
       g.writeStringField("cached_tokens", usage.cachedTokens().toString());
+      if (usage.cacheCreationTokens() != null) {
+        g.writeStringField("cache_creation_tokens", usage.cacheCreationTokens().toString());
+      }
       g.writeObjectFieldStart("details");
       for (Map.Entry<String, String> detail : usage.details().entrySet()) {
         g.writeStringField(detail.getKey(), detail.getValue());
@@ -127,11 +134,13 @@ public final class RedisEntryFormat {
         Map.Entry<String, JsonNode> field = fields.next();
         details.put(field.getKey(), requireText(field.getValue()));
       }
+      JsonNode creation = root.get("cache_creation_tokens"); // optional: only Anthropic usage has it
       ContextUsage usage =
           new ContextUsage(
               new BigInteger(requireText(root.get("prompt_tokens"))),
               details,
-              new BigInteger(requireText(root.get("cached_tokens"))));
+              new BigInteger(requireText(root.get("cached_tokens"))),
+              creation == null ? null : new BigInteger(requireText(creation)));
       return new Entry(requireText(root.get("id")), List.copyOf(keys), usage);
     } catch (RuntimeException e) {
       throw new IllegalArgumentException("stored value is not a valid v" + VERSION + " entry");

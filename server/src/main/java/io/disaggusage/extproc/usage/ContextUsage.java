@@ -7,22 +7,48 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * What the generation rewrite needs from a context worker's usage ({@code C} in behaviour.md §2).
+ * What the generation rewrite needs from a context worker's usage ({@code C} in behaviour.md §2), in
+ * one form whichever API shape the context worker answered in (behaviour.md, "Anthropic Messages"):
+ * the whole prompt, and how much of it the context worker read from and wrote to its cache.
  *
- * @param promptTokens {@code C.prompt_tokens} (or {@code input_tokens}), a non-negative integer
+ * @param promptTokens the whole prompt: {@code C.prompt_tokens} (or Responses {@code input_tokens});
+ *     for Anthropic usage {@code input_tokens + cache_read_input_tokens + cache_creation_input_tokens}
  * @param details every key of {@code C.prompt_tokens_details} (or {@code input_tokens_details}) with its
  *     value as compact JSON text, in the context worker's order; {@code cached_tokens} included when
- *     present. Empty when C had no details object.
- * @param cachedTokens {@code C}'s cached token count, 0 when C had no details or a null/missing count
+ *     present. For Anthropic usage: {@code cached_tokens} = its cache read count when it states one.
+ *     Empty when C had no details object.
+ * @param cachedTokens {@code C}'s cached (cache read) token count, 0 when C had no details or a
+ *     null/missing count
+ * @param cacheCreationTokens Anthropic {@code cache_creation_input_tokens}; null when C did not state
+ *     one (every OpenAI-shaped usage)
  */
-public record ContextUsage(BigInteger promptTokens, Map<String, String> details, BigInteger cachedTokens) {
+public record ContextUsage(
+    BigInteger promptTokens,
+    Map<String, String> details,
+    BigInteger cachedTokens,
+    BigInteger cacheCreationTokens) {
 
   public ContextUsage {
     Objects.requireNonNull(promptTokens, "promptTokens");
     Objects.requireNonNull(cachedTokens, "cachedTokens");
-    if (promptTokens.signum() < 0 || cachedTokens.signum() < 0) {
+    if (promptTokens.signum() < 0 || cachedTokens.signum() < 0
+        || (cacheCreationTokens != null && cacheCreationTokens.signum() < 0)) {
       throw new IllegalArgumentException("token counts must be non-negative");
     }
     details = Collections.unmodifiableMap(new LinkedHashMap<>(details));
+  }
+
+  /** An OpenAI-shaped context usage, which states no cache creation count. */
+  public ContextUsage(BigInteger promptTokens, Map<String, String> details, BigInteger cachedTokens) {
+    this(promptTokens, details, cachedTokens, null);
+  }
+
+  /**
+   * Whether C said anything about its cache: a non-null {@code cached_tokens} in its details, or an
+   * Anthropic cache creation count. When it did not, the cache split of the prompt is unknown.
+   */
+  public boolean statesCache() {
+    String cached = details.get(UsageNames.CACHED);
+    return (cached != null && !cached.equals("null")) || cacheCreationTokens != null;
   }
 }

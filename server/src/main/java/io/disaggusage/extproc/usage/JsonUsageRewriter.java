@@ -125,6 +125,9 @@ public final class JsonUsageRewriter {
 
   /** The figures a usage object states about itself (null members where it states nothing usable). */
   public static UsageFigures figuresOf(JsonObjectView usage, UsageNames names) {
+    if (names == UsageNames.MESSAGES) {
+      return MessagesUsageRule.figuresOf(usage);
+    }
     BigInteger cached = null;
     Member details = usage.get(names.promptDetails());
     if (details != null && details.object() != null) {

@@ -13,11 +13,12 @@ import java.util.Set;
 /**
  * What the service needs from one complete JSON document (a response body or one SSE event's data):
  * where its usage object is, the model, and the TensorRT-LLM context ids. Usage is looked for at the
- * top level ({@code usage}: chat, completions, Responses JSON) and inside {@code response}
- * (Responses stream events such as {@code response.completed}).
+ * top level ({@code usage}: chat, completions, Responses and Anthropic Messages JSON, Anthropic
+ * {@code message_delta}), inside {@code response} (Responses stream events such as
+ * {@code response.completed}) and inside {@code message} (Anthropic {@code message_start}).
  *
  * @param usage the effective (last) non-null usage object, or null
- * @param model the document's {@code model} (or {@code response.model}), or null
+ * @param model the document's {@code model} (or {@code response.model} / {@code message.model}), or null
  * @param contextIds TensorRT-LLM {@code ctx_request_id} / {@code disagg_request_id} values found in
  *     {@code choices[0].disaggregated_params} or top-level {@code disaggregated_params}, as exact
  *     decimal (or string) text
@@ -97,7 +98,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
         switch (name) {
           case "usage" -> usage(p, value);
           case "model" -> model(p, value);
-          case "response" -> response(p, value);
+          case "response", "message" -> container(p, value);
           case "choices" -> choices(p, value);
           case "disaggregated_params" -> ids(p, value);
           default -> p.skipChildren();
@@ -122,7 +123,8 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
       }
     }
 
-    void response(JsonParser p, JsonToken value) throws IOException {
+    /** The root's {@code response} or {@code message} object, which may hold usage and model. */
+    void container(JsonParser p, JsonToken value) throws IOException {
       if (value != JsonToken.START_OBJECT) {
         p.skipChildren();
         return;

@@ -39,6 +39,9 @@ public final class UsageRule {
    * Applies the rule to {@code g}, the generation worker's usage object as laid out in {@code doc}.
    */
   public static Result apply(ContextUsage c, JsonObjectView g, byte[] doc, UsageNames names) {
+    if (names == UsageNames.MESSAGES) {
+      return MessagesUsageRule.apply(c, g);
+    }
     Member gPrompt = g.get(names.prompt());
     Member gCompletion = g.get(names.completion());
     Member gTotal = g.get(UsageNames.TOTAL);
@@ -94,12 +97,16 @@ public final class UsageRule {
   }
 
   /**
-   * Reads {@code C} from a context worker's usage object. Empty when {@code C} is unusable: prompt count
-   * missing or not a non-negative integer, details not an object, or a present non-null
-   * {@code cached_tokens} that is not a non-negative integer.
+   * Reads {@code C} from a context worker's usage object of any shape (an Anthropic one through
+   * {@link MessagesUsageRule#context}). Empty when {@code C} is unusable: prompt count missing or not a
+   * non-negative integer, details not an object, or a present non-null {@code cached_tokens} that is
+   * not a non-negative integer.
    */
   public static Optional<ContextUsage> context(JsonObjectView c, byte[] doc) {
     UsageNames names = UsageNames.detect(c.members().keySet());
+    if (names == UsageNames.MESSAGES) {
+      return MessagesUsageRule.context(c);
+    }
     Member prompt = c.get(names.prompt());
     if (prompt == null || !prompt.isNonNegativeInteger()) {
       return Optional.empty();
@@ -123,6 +130,20 @@ public final class UsageRule {
       }
     }
     return Optional.of(new ContextUsage(prompt.integer(), details, cached));
+  }
+
+  /**
+   * Whether a usage object states a prompt count at all (a non-null {@code prompt_tokens} or
+   * {@code input_tokens}), usable or not.
+   */
+  public static boolean statesPrompt(JsonObjectView usage) {
+    for (String name : new String[] {UsageNames.CHAT.prompt(), UsageNames.RESPONSES.prompt()}) {
+      Member m = usage.get(name);
+      if (m != null && !m.isNull()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** C's detail keys with C's values, {@code cached_tokens} set to the clamped count (first if new). */
@@ -173,7 +194,7 @@ public final class UsageRule {
     return sb.append('}').toString();
   }
 
-  private static String quote(String key) {
+  static String quote(String key) {
     // Keys written here are fixed usage names or keys already read from a JSON document.
     return '"' + new String(com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance().quoteAsString(key))
         + '"';

@@ -28,7 +28,7 @@ class ConfigYamlTest {
             "grpc:\n  port: 9002\n  max_inbound_message_bytes: 64MiB\n",
             "admin:\n  port: 9090\n",
             "  context_clusters: []\n",
-            "  paths: [/v1/chat/completions, /v1/completions, /v1/responses]\n",
+            "  paths: [/v1/chat/completions, /v1/completions, /v1/responses, /v1/messages]\n",
             "  strip_accept_encoding: true\n",
             "  context_wait: 2s\n",
             "  fallback: passthrough\n",

@@ -31,13 +31,21 @@ class GenerationSseRewriterTest {
   static final String DONE = "data: [DONE]\n\n";
 
   static GenerationSseRewriter rewriter() {
+    return rewriter(UsageNames.CHAT);
+  }
+
+  static GenerationSseRewriter rewriter(UsageNames names) {
     var json = UsageDocument.newFactory(1 << 20);
-    return new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.CHAT, 1 << 16, 1 << 20);
+    return new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, names, 1 << 16, 1 << 20);
   }
 
   /** Runs the stream in the given chunks with the context known from the start; returns the output. */
   static String run(List<byte[]> chunks, ContextUsage ctx) {
-    GenerationSseRewriter r = rewriter();
+    return run(chunks, ctx, UsageNames.CHAT);
+  }
+
+  static String run(List<byte[]> chunks, ContextUsage ctx, UsageNames names) {
+    GenerationSseRewriter r = rewriter(names);
     r.resolveContext(ctx, null);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (byte[] c : chunks) {
@@ -62,28 +70,35 @@ class GenerationSseRewriterTest {
     return chunks;
   }
 
-  @Test
-  void g7EveryTwoSplitPointsGiveTheSameBytes() {
-    String stream = CONTENT + USAGE + DONE;
-    String expected = CONTENT + USAGE_FIXED + DONE;
+  /** Every pair of split points (the second every {@code step} bytes) gives {@code expected}. */
+  static void assertEveryTwoSplits(String stream, String expected, int step, ContextUsage ctx, UsageNames names) {
     int len = stream.length();
     for (int i = 0; i <= len; i++) {
-      for (int j = i; j <= len; j += 7) {
-        assertThat(run(split(stream, i, j), CTX)).as("splits %d,%d", i, j).isEqualTo(expected);
+      for (int j = i; j <= len; j += step) {
+        assertThat(run(split(stream, i, j), ctx, names)).as("splits %d,%d", i, j).isEqualTo(expected);
       }
     }
   }
 
-  @Test
-  void randomMultiSplitsAndCrlf() {
-    String stream = (CONTENT + USAGE + DONE).replace("\n", "\r\n");
-    String expected = (CONTENT + USAGE_FIXED + DONE).replace("\n", "\r\n");
+  /** 2000 random multi-splits of the stream with CRLF line ends give {@code expected} with CRLF. */
+  static void assertRandomSplitsWithCrlf(String stream, String expected, ContextUsage ctx, UsageNames names) {
+    String crlf = stream.replace("\n", "\r\n");
     long seed = System.nanoTime();
     Random random = new Random(seed);
     for (int n = 0; n < 2000; n++) {
-      int[] at = random.ints(random.nextInt(12), 0, stream.length() + 1).sorted().toArray();
-      assertThat(run(split(stream, at), CTX)).as("seed %d run %d", seed, n).isEqualTo(expected);
+      int[] at = random.ints(random.nextInt(12), 0, crlf.length() + 1).sorted().toArray();
+      assertThat(run(split(crlf, at), ctx, names)).as("seed %d run %d", seed, n).isEqualTo(expected.replace("\n", "\r\n"));
     }
+  }
+
+  @Test
+  void g7EveryTwoSplitPointsGiveTheSameBytes() {
+    assertEveryTwoSplits(CONTENT + USAGE + DONE, CONTENT + USAGE_FIXED + DONE, 7, CTX, UsageNames.CHAT);
+  }
+
+  @Test
+  void randomMultiSplitsAndCrlf() {
+    assertRandomSplitsWithCrlf(CONTENT + USAGE + DONE, CONTENT + USAGE_FIXED + DONE, CTX, UsageNames.CHAT);
   }
 
   @Test

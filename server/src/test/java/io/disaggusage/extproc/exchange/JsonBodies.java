@@ -76,6 +76,15 @@ final class JsonBodies {
         ("{\"type\":\"response.completed\",\"sequence_number\":2,\"response\":" + Wire.response(RESPONSES_USAGE) + "}")
             .getBytes(StandardCharsets.UTF_8),
         UsageNames.RESPONSES));
+    b.add(new Body("anthropic message", Wire.message(Wire.messagesUsage(0, 8, 0L, 101L)).getBytes(StandardCharsets.UTF_8),
+        UsageNames.MESSAGES));
+    b.add(new Body("anthropic older vllm, already right", Wire.message(Wire.messagesUsage(101, 8, null, null))
+        .getBytes(StandardCharsets.UTF_8), UsageNames.MESSAGES));
+    b.add(new Body(
+        "anthropic message_start shape: usage inside message",
+        ("{\"type\":\"message_start\",\"message\":" + Wire.message(Wire.messagesUsage(101, 0, null, null)) + "}")
+            .getBytes(StandardCharsets.UTF_8),
+        UsageNames.MESSAGES));
     b.add(chat("g6", "{\"id\":\"x\",\"usage\":" + USAGE + "}"));
     b.add(chat("g10 siblings", "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":100,\"audio_tokens\":2},\"future_field\":7}}"));
     b.add(chat("g10 null details", "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":null}}"));
@@ -98,6 +107,7 @@ final class JsonBodies {
     b.add(chat("names that are not usage", "{\"usage \":" + USAGE + ",\"Usage\":" + USAGE + ",\"usages\":" + USAGE + ",\"usag\":" + USAGE + "}"));
     b.add(chat("response that is not an object", "{\"response\":\"usage\",\"usage\":" + USAGE + "}"));
     b.add(chat("usage in a nested response", "{\"x\":{\"response\":{\"usage\":" + USAGE + "}},\"usage\":" + USAGE_2 + "}"));
+    b.add(chat("usage in a nested message", "{\"choices\":[{\"message\":{\"usage\":" + USAGE + "}}],\"usage\":" + USAGE_2 + "}"));
     // Duplicates: the last one wins.
     b.add(chat("usage twice", "{\"usage\":" + USAGE_2 + ",\"id\":\"a\",\"usage\":" + USAGE + "}"));
     b.add(chat("usage then null", "{\"usage\":" + USAGE + ",\"id\":\"a\",\"usage\":null}"));
@@ -105,6 +115,7 @@ final class JsonBodies {
     b.add(chat("usage then number", "{\"usage\":" + USAGE + ",\"usage\":5,\"x\":1}"));
     b.add(chat("usage then array", "{\"usage\":" + USAGE + ",\"usage\":[" + USAGE + "]}"));
     b.add(chat("usage then response usage", "{\"usage\":" + USAGE_2 + ",\"response\":{\"usage\":" + USAGE + "}}"));
+    b.add(chat("message usage then usage", "{\"message\":{\"usage\":" + USAGE + ",\"model\":\"mm\"},\"usage\":" + USAGE_2 + "}"));
     b.add(chat("oversize then small", "{\"usage\":" + BIG_USAGE + ",\"id\":\"a\",\"usage\":" + USAGE + "}"));
     b.add(chat("small then oversize", "{\"usage\":" + USAGE + ",\"id\":\"a\",\"usage\":" + BIG_USAGE + "}"));
     b.add(chat("three usages", "{\"usage\":" + USAGE + ",\"usage\":" + USAGE_2 + ",\"usage\":" + USAGE + "}"));

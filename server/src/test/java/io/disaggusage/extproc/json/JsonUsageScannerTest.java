@@ -113,6 +113,8 @@ class JsonUsageScannerTest {
       // usage members
       "{\"usage\":{\"prompt_tokens\":1}}", "{\"usage\":null}", "{\"usage\":{}}", "{\"usage\":{\"a\":[{}]},\"usage\":1}",
       "{\"response\":{\"usage\":{\"a\":1},\"x\":{\"usage\":{}}}}", "{\"x\":{\"usage\":{\"a\":1}}}",
+      "{\"message\":{\"usage\":{\"a\":1},\"model\":\"<ED><A0><80>\"}}", "{\"message\":{\"usage\":}}",
+      "{\"message\":[{\"usage\":{}}],\"messages\":{\"usage\":{}},\"messag\":{\"usage\":{}}}",
     };
     return Stream.of(cases).map(c -> Arguments.of(c));
   }
@@ -162,6 +164,13 @@ class JsonUsageScannerTest {
     }
   }
 
+  /** Scanning {@code bytes} in chunks of every size gives the {@code expected} events and verdict. */
+  static void assertEveryChunkSize(byte[] bytes, List<String> expected) {
+    for (int chunk = 1; chunk <= bytes.length; chunk++) {
+      assertThat(scan(bytes, chunk)).as("chunks of %d", chunk).isEqualTo(expected);
+    }
+  }
+
   @Test
   void reportsTheUsageMembersUsageDocumentReads() {
     String doc =
@@ -179,9 +188,7 @@ class JsonUsageScannerTest {
             "USAGE_OTHER_START@" + responseUsage,
             "USAGE_OTHER_START@" + nullUsage,
             "WELL-FORMED");
-    for (int chunk = 1; chunk <= bytes.length; chunk++) {
-      assertThat(scan(bytes, chunk)).as("chunks of %d", chunk).isEqualTo(expected);
-    }
+    assertEveryChunkSize(bytes, expected);
   }
 
   @Test
@@ -191,6 +198,23 @@ class JsonUsageScannerTest {
     assertThat(scan(doc.getBytes(StandardCharsets.UTF_8), 3))
         .containsExactly(
             "USAGE_OBJECT_START@" + start, "USAGE_OBJECT_END@" + doc.indexOf("}},"), "WELL-FORMED");
+  }
+
+  /** Anthropic {@code message_start}: the usage and model of the root's {@code message} object. */
+  @Test
+  void usageInsideTheMessageObjectIsAUsageMemberToo() {
+    String doc =
+        "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"content\":[{\"message\":{\"usage\":{}}}],"
+            + "\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":0}},"
+            + "\"messages\":{\"usage\":{}},\"x\":{\"message\":{\"usage\":{}}}}";
+    byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
+    int start = doc.indexOf("{\"input_tokens\"");
+    assertEveryChunkSize(bytes, List.of("USAGE_OBJECT_START@" + start, "USAGE_OBJECT_END@" + doc.indexOf("}},"), "WELL-FORMED"));
+    JsonUsageScanner s = new JsonUsageScanner();
+    for (int i = 0; i < bytes.length; ) {
+      i = s.scan(bytes, i, bytes.length);
+    }
+    assertThat(new String(s.modelText(), StandardCharsets.UTF_8)).isEqualTo("m");
   }
 
   @Test

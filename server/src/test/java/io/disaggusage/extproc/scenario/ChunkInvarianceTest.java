@@ -55,7 +55,9 @@ class ChunkInvarianceTest {
   }
 
   static List<Vector> vectors() {
-    return ScenarioVectors.all();
+    List<Vector> all = new ArrayList<>(ScenarioVectors.all());
+    all.addAll(ScenarioVectors.messages());
+    return all;
   }
 
   void check(Vector v, Splits splits, String what) {

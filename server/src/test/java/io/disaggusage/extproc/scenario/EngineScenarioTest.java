@@ -10,8 +10,6 @@ import io.disaggusage.extproc.testing.envoy.Chunking;
 import io.disaggusage.extproc.testing.envoy.Exchange;
 import io.disaggusage.extproc.testing.envoy.ExchangeResult;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -22,22 +20,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * chunk). The client-visible bytes must be exactly the expected ones, and the official OpenAI SDK
  * must read the corrected usage from them.
  */
-class EngineScenarioTest {
+class EngineScenarioTest extends ScenarioFixture {
   static final String TRT_ID = "2748779069441234567"; // a snowflake id far above 2^53
   static final String TRT_RETRY_ID = "2748779069441234999";
   static final String PATH = "/v1/chat/completions";
-
-  ServiceUnderTest service;
-
-  @BeforeEach
-  void start() throws Exception {
-    service = new ServiceUnderTest(ServiceUnderTest.testConfig());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    service.close();
-  }
 
   static Stream<Arguments> chunkings() {
     return Stream.of(
@@ -70,7 +56,7 @@ class EngineScenarioTest {
         .responseChunking(chunking);
   }
 
-  void assertRewritten(ExchangeResult gen, long prompt, long cached, long completion, long reportedCached) {
+  static void assertRewritten(ExchangeResult gen, long prompt, long cached, long completion, long reportedCached) {
     assertClean(gen);
     assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
     assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:prompt_tokens)%")).isEqualTo(Long.toString(prompt));

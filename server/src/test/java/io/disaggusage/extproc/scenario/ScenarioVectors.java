@@ -265,4 +265,39 @@ public final class ScenarioVectors {
         completion.replace(Wire.usage(17, 16, 17L), Wire.usage(17, 16, 0L))));
     return List.copyOf(v);
   }
+
+  /**
+   * The Anthropic Messages vectors of {@link MessagesScenarioTest}: vLLM's {@code /v1/messages} with the
+   * decode worker reporting the transferred prompt as a cache read. Kept apart from {@link #all} so the
+   * committed fuzz seed corpus, generated from that list, stays as it is.
+   */
+  public static List<Vector> messages() {
+    String json = "application/json";
+    String sse = "text/event-stream";
+    String path = MessagesScenarioTest.PATH;
+    String start = Wire.messagesUsage(186, 0, null, null);
+    String startFixed =
+        "{\"input_tokens\":122,\"output_tokens\":0,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}";
+    String gen = Wire.messagesUsage(0, 8, 0L, 186L);
+    String fixed = Wire.messagesUsage(122, 8, 0L, 64L);
+    String body = Wire.message(gen);
+    String stream = Wire.messageStream(start, gen, "Par", "is", ".");
+    String expectedStream = stream.replace(start, startFixed).replace(gen, fixed);
+    return List.of(
+        vector("messagesJsonContextOnChat", Order.CONTEXT_FIRST,
+            leg("/v1/chat/completions", vllmPrefill(), json, Wire.chatCompletion("p", Wire.usage(186, 1, 64L)), "x-request-id", "m-1"),
+            leg(path, MessagesScenarioTest.request(false, false), json, body, "x-request-id", "m-1"),
+            Wire.message(fixed)),
+        vector("messagesStreamContextOnMessages", Order.CONTEXT_FIRST,
+            leg(path, MessagesScenarioTest.request(true, false), json, Wire.prefillMessage(Wire.messagesUsage(122, 1, 0L, 64L)),
+                "x-request-id", "m-2"),
+            leg(path, MessagesScenarioTest.request(false, true), sse, stream, "x-request-id", "m-2"),
+            expectedStream),
+        vector("messagesStreamConcurrentContextStream", Order.GENERATION_FIRST,
+            leg(path, MessagesScenarioTest.request(true, true), sse,
+                Wire.messageStream(start, Wire.messagesUsage(122, 1, 0L, 64L), "Paris"),
+                "x-request-id", "m-3", "x-disagg-order", "concurrent"),
+            leg(path, MessagesScenarioTest.request(false, true), sse, stream, "x-request-id", "m-3", "x-disagg-order", "concurrent"),
+            expectedStream));
+  }
 }

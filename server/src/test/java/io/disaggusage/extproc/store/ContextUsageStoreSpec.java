@@ -106,6 +106,20 @@ abstract class ContextUsageStoreSpec {
     assertThat(List.copyOf(back.details().keySet())).containsExactly("cached_tokens", "audio_tokens", "vendor");
   }
 
+  /** Anthropic context usage: the cache creation count round-trips, and its absence too. */
+  @Test
+  void cacheCreationRoundTripsExactly() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    ContextUsage stated =
+        new ContextUsage(BigInteger.valueOf(160), Map.of("cached_tokens", "50"), BigInteger.valueOf(50), new BigInteger("18446744073709551617"));
+    ContextUsage none = new ContextUsage(BigInteger.valueOf(160), Map.of(), BigInteger.ZERO, null);
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-1")), stated).join();
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-2")), none).join();
+    assertThat(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-1"))).join()).contains(stated);
+    assertThat(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-2"))).join()).contains(none);
+  }
+
   @Test
   void entriesExpireAfterTtl() throws Exception {
     ContextUsageStore store = open(Duration.ofMillis(300));

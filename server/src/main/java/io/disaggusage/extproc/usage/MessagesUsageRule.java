@@ -1,0 +1,121 @@
+package io.disaggusage.extproc.usage;
+
+import io.disaggusage.extproc.json.ByteEdits;
+import io.disaggusage.extproc.json.JsonObjectView;
+import io.disaggusage.extproc.json.JsonObjectView.Member;
+import java.math.BigInteger;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The rewrite rule for an Anthropic Messages usage object (behaviour.md, "Anthropic Messages").
+ * Anthropic's {@code input_tokens} counts only the input neither read from nor written to the cache,
+ * so the prompt is split three ways: {@code input_tokens + cache_read_input_tokens +
+ * cache_creation_input_tokens} is the whole prompt. All three come from the context worker ({@code C}),
+ * {@code output_tokens} from the generation worker ({@code G}); there is no total. The three prompt
+ * counts always add up to C's prompt, so a client's sum is right whichever members it reads.
+ */
+final class MessagesUsageRule {
+  private static final String INPUT = UsageNames.MESSAGES.prompt();
+  private static final String OUTPUT = UsageNames.MESSAGES.completion();
+
+  private MessagesUsageRule() {}
+
+  /** Applies the rule to {@code g}, the generation worker's usage object. */
+  static UsageRule.Result apply(ContextUsage c, JsonObjectView g) {
+    Member gInput = g.get(INPUT);
+    Member gOutput = g.get(OUTPUT);
+    Member gRead = g.get(UsageNames.CACHE_READ);
+    Member gCreation = g.get(UsageNames.CACHE_CREATION);
+    if (gOutput == null || !gOutput.isNonNegativeInteger()) {
+      return new UsageRule.Invalid(OUTPUT + " is missing or not a non-negative integer");
+    }
+    for (Member m : new Member[] {gInput, gRead, gCreation}) {
+      if (!countOrNull(m)) {
+        return new UsageRule.Invalid(m.name() + " is not a non-negative integer");
+      }
+    }
+
+    // C's split of its prompt; an unknown split (C stated no cache count) reads as "no cache".
+    BigInteger prompt = c.promptTokens();
+    boolean split = c.statesCache();
+    BigInteger read = split ? c.cachedTokens().min(prompt) : BigInteger.ZERO;
+    BigInteger creation =
+        split && c.cacheCreationTokens() != null
+            ? c.cacheCreationTokens().min(prompt.subtract(read))
+            : BigInteger.ZERO;
+    BigInteger input = prompt.subtract(read).subtract(creation);
+
+    ByteEdits edits = new ByteEdits();
+    set(g, gInput, INPUT, input, true, edits);
+    // Cache members G lacks are added only when C states its split; ones G has are always set, so
+    // G's inflated cache read never survives next to C's input count.
+    set(g, gRead, UsageNames.CACHE_READ, read, split, edits);
+    set(g, gCreation, UsageNames.CACHE_CREATION, creation, split, edits);
+    BigInteger output = gOutput.integer();
+    BigInteger reported = gRead == null ? null : gRead.integer();
+    return new UsageRule.Applied(edits, new UsageFigures(prompt, read, output, prompt.add(output), reported));
+  }
+
+  /**
+   * Reads {@code C} from an Anthropic usage object; empty when {@code input_tokens} is missing or not a
+   * non-negative integer, or a present non-null cache count is not one.
+   */
+  static Optional<ContextUsage> context(JsonObjectView c) {
+    Member input = c.get(INPUT);
+    Member read = c.get(UsageNames.CACHE_READ);
+    Member creation = c.get(UsageNames.CACHE_CREATION);
+    if (input == null || !input.isNonNegativeInteger() || !countOrNull(read) || !countOrNull(creation)) {
+      return Optional.empty();
+    }
+    BigInteger readCount = stated(read) ? read.integer() : BigInteger.ZERO;
+    BigInteger creationCount = stated(creation) ? creation.integer() : null;
+    BigInteger prompt = input.integer().add(readCount).add(orZero(creationCount));
+    Map<String, String> details = new LinkedHashMap<>();
+    if (stated(read)) {
+      details.put(UsageNames.CACHED, readCount.toString());
+    }
+    return Optional.of(new ContextUsage(prompt, details, readCount, creationCount));
+  }
+
+  /** The figures an Anthropic usage object states about itself; null members where it states nothing. */
+  static UsageFigures figuresOf(JsonObjectView usage) {
+    BigInteger input = integer(usage.get(INPUT));
+    BigInteger read = integer(usage.get(UsageNames.CACHE_READ));
+    BigInteger creation = integer(usage.get(UsageNames.CACHE_CREATION));
+    BigInteger output = integer(usage.get(OUTPUT));
+    BigInteger prompt = input == null ? null : input.add(orZero(read)).add(orZero(creation));
+    BigInteger total = prompt == null || output == null ? null : prompt.add(output);
+    return new UsageFigures(prompt, read, output, total, read);
+  }
+
+  /** Sets member {@code name} to {@code value}: replaced when it differs, added when absent and wanted. */
+  private static void set(
+      JsonObjectView g, Member m, String name, BigInteger value, boolean addIfAbsent, ByteEdits edits) {
+    if (m == null) {
+      if (addIfAbsent) {
+        edits.insert(g.closingBrace(), "," + UsageRule.quote(name) + ":" + value);
+      }
+    } else if (m.isNull() || !m.integer().equals(value)) {
+      edits.replace(m.start(), m.end(), value.toString());
+    }
+  }
+
+  /** Absent, null, or a non-negative integer: the values a count member may have. */
+  private static boolean countOrNull(Member m) {
+    return m == null || m.isNull() || m.isNonNegativeInteger();
+  }
+
+  private static boolean stated(Member m) {
+    return m != null && !m.isNull();
+  }
+
+  private static BigInteger integer(Member m) {
+    return m == null ? null : m.integer();
+  }
+
+  private static BigInteger orZero(BigInteger n) {
+    return n == null ? BigInteger.ZERO : n;
+  }
+}
