@@ -10,8 +10,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
 import io.disaggusage.extproc.testing.envoy.Chunking;
 import io.disaggusage.extproc.testing.envoy.ExchangeResult;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -22,19 +20,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * P/D pair under a new request id for the same client request — gets each pair corrected by its own
  * prefill; null and extra detail keys survive in streams too.
  */
-class VllmFamilyScenarioTest {
-  ServiceUnderTest service;
-
-  @BeforeEach
-  void start() throws Exception {
-    service = new ServiceUnderTest(ServiceUnderTest.testConfig());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    service.close();
-  }
-
+class VllmFamilyScenarioTest extends ScenarioFixture {
   static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> chunkings() {
     return EngineScenarioTest.chunkings();
   }
