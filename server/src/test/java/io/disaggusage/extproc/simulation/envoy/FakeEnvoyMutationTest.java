@@ -1,10 +1,10 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.append;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.mutate;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.pass;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.set;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.setValueOnly;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.append;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.mutate;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.pass;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.set;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.setValueOnly;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;

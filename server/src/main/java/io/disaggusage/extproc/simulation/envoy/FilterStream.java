@@ -1,11 +1,11 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Duration;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
-import io.disaggusage.extproc.testing.envoy.ExchangeResult.StreamEnd;
-import io.disaggusage.extproc.testing.envoy.HeaderMutator.InvalidMutationException;
+import io.disaggusage.extproc.simulation.envoy.ExchangeResult.StreamEnd;
+import io.disaggusage.extproc.simulation.envoy.HeaderMutator.InvalidMutationException;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.config.core.v3.Metadata;

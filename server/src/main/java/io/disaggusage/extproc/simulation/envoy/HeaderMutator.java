@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
 import io.envoyproxy.envoy.config.common.mutation_rules.v3.HeaderMutationRules;
 import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;

@@ -1,10 +1,10 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.bodyText;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.endOfStream;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.pass;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.replaceBody;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.set;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.bodyText;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.endOfStream;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.pass;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.replaceBody;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.set;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;

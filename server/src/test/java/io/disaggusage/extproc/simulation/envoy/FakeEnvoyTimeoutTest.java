@@ -1,7 +1,7 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.pass;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.replaceBody;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.pass;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.replaceBody;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.util.Durations;

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
 /**
  * Envoy versions whose ext_proc behaviour differs in ways the harness models.

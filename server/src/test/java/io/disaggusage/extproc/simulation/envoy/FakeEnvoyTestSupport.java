@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
 import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;

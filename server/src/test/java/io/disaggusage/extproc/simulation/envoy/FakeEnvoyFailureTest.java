@@ -1,8 +1,8 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.endOfStream;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.pass;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.replaceBody;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.endOfStream;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.pass;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.replaceBody;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import java.nio.charset.StandardCharsets;

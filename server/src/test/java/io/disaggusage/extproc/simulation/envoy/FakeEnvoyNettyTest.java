@@ -1,8 +1,8 @@
-package io.disaggusage.extproc.testing.envoy;
+package io.disaggusage.extproc.simulation.envoy;
 
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.bodyText;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.pass;
-import static io.disaggusage.extproc.testing.envoy.ExtProcReplies.replaceBody;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.bodyText;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.pass;
+import static io.disaggusage.extproc.simulation.envoy.ExtProcReplies.replaceBody;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.util.Durations;
