@@ -41,6 +41,41 @@ public interface Chunking {
   }
 
   /**
+   * One chunk per server-sent event, cut after the blank line that ends it ({@code \n}, {@code \r\n}
+   * or {@code \r} line ends): how an engine that writes each event as it is produced reaches Envoy.
+   * Bytes after the last complete event form a last chunk.
+   */
+  static Chunking sseEvents() {
+    return body -> {
+      List<byte[]> out = new ArrayList<>();
+      int start = 0;
+      int lineStart = 0;
+      boolean fields = false;
+      int i = 0;
+      while (i < body.length) {
+        if (body[i] != '\n' && body[i] != '\r') {
+          i++;
+          continue;
+        }
+        int next = body[i] == '\r' && i + 1 < body.length && body[i + 1] == '\n' ? i + 2 : i + 1;
+        if (i > lineStart) {
+          fields = true;
+        } else if (fields) {
+          out.add(Arrays.copyOfRange(body, start, next));
+          start = next;
+          fields = false;
+        }
+        i = next;
+        lineStart = next;
+      }
+      if (start < body.length) {
+        out.add(Arrays.copyOfRange(body, start, body.length));
+      }
+      return out;
+    };
+  }
+
+  /**
    * Splits at the given offsets (strictly increasing, each in {@code (0, body.length)}); offsets
    * outside the body are ignored.
    */

@@ -7,6 +7,7 @@ import com.google.protobuf.util.JsonFormat;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Status;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -147,6 +148,38 @@ public final class ExchangeResult {
       return JsonFormat.printer().omittingInsignificantWhitespace().print(v);
     } catch (InvalidProtocolBufferException e) {
       throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * What went wrong in this exchange from the client's or the operator's side, empty when nothing did:
+   * a reset, a local reply by Envoy, a content-length that disagrees with the body, message timeouts,
+   * spurious replies, a failed ext_proc stream, or fail-open (the exchange continued unprocessed).
+   */
+  public List<String> problems() {
+    List<String> problems = new ArrayList<>();
+    if (clientResponse.reset()) {
+      problems.add("the client's stream was reset");
+    }
+    clientResponse
+        .localReply()
+        .ifPresent(r -> problems.add("Envoy answered the client itself: " + r.status() + " " + r.details()));
+    if (contentLengthMismatch()) {
+      problems.add("content-length disagrees with the body the client got");
+    }
+    count(problems, EnvoyStats.MESSAGE_TIMEOUTS, "ext_proc message timeout");
+    count(problems, EnvoyStats.SPURIOUS_MSGS_RECEIVED, "spurious ext_proc reply");
+    if (streamEnd == StreamEnd.SERVER_FAILED) {
+      problems.add("the ext_proc stream failed: " + serverStatus);
+    }
+    count(problems, EnvoyStats.FAILURE_MODE_ALLOWED, "fail-open: the exchange went on unprocessed");
+    return problems;
+  }
+
+  private void count(List<String> problems, String counter, String what) {
+    long n = stats.get(counter);
+    if (n > 0) {
+      problems.add(n == 1 ? what : what + " (" + n + " times)");
     }
   }
 

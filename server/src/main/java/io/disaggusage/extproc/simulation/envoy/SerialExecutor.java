@@ -3,6 +3,7 @@ package io.disaggusage.extproc.simulation.envoy;
 import java.util.ArrayDeque;
 import java.util.Queue;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * Runs tasks one at a time, in submission order, on a shared pool: the per-exchange "worker
@@ -27,7 +28,15 @@ final class SerialExecutor implements Executor {
       }
       running = true;
     }
-    pool.execute(this::drain);
+    try {
+      pool.execute(this::drain);
+    } catch (RejectedExecutionException e) {
+      // The FakeEnvoy is closed: a late gRPC callback (the close of a stream it reset) has nothing left to do.
+      synchronized (this) {
+        tasks.clear();
+        running = false;
+      }
+    }
   }
 
   private void drain() {
