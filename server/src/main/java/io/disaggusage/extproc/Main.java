@@ -2,6 +2,7 @@ package io.disaggusage.extproc;
 
 import io.disaggusage.extproc.cli.ConfigOptions;
 import io.disaggusage.extproc.cli.DemoCommand;
+import io.disaggusage.extproc.cli.ReplayCommand;
 import io.disaggusage.extproc.cli.Signals;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
@@ -42,7 +43,7 @@ import picocli.CommandLine.Spec;
       "Envoy ext_proc service that corrects OpenAI token usage in prefill/decode disaggregated serving.",
       "Without a subcommand, runs the server until SIGTERM or SIGINT."
     },
-    subcommands = {DemoCommand.class},
+    subcommands = {DemoCommand.class, ReplayCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:clean shutdown (or --help, --version, --print-config)",

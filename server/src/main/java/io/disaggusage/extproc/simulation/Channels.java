@@ -9,7 +9,8 @@ public final class Channels {
   private Channels() {}
 
   /**
-   * Asks the channel to connect and waits until it is ready or {@code timeout} has passed.
+   * Asks the channel to connect and waits until it is ready, its connection attempt failed, or {@code
+   * timeout} has passed.
    *
    * @return whether it is ready
    */
@@ -17,7 +18,7 @@ public final class Channels {
     long deadline = System.nanoTime() + timeout.toNanos();
     ConnectivityState state = channel.getState(true);
     while (state != ConnectivityState.READY) {
-      if (System.nanoTime() > deadline) {
+      if (state == ConnectivityState.TRANSIENT_FAILURE || System.nanoTime() > deadline) {
         return false;
       }
       try {

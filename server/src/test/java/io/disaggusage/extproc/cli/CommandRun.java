@@ -12,13 +12,13 @@ import picocli.CommandLine;
  * commands switch the process's logging to warnings on stderr; {@link #restoreLogging()} puts it back
  * for the tests that follow in the same JVM.
  */
-record CommandRun(int exitCode, String out, String err) {
+public record CommandRun(int exitCode, String out, String err) {
 
-  static CommandRun run(String... args) {
+  public static CommandRun run(String... args) {
     return run(Map.of(), args);
   }
 
-  static CommandRun run(Map<String, String> env, String... args) {
+  public static CommandRun run(Map<String, String> env, String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     CommandLine commandLine = Main.commandLine(new Main(env));
@@ -28,7 +28,7 @@ record CommandRun(int exitCode, String out, String err) {
     return new CommandRun(exitCode, out.toString(), err.toString());
   }
 
-  static void restoreLogging() {
+  public static void restoreLogging() {
     Logging.useStandardError(false);
     Logging.setRootLevel("INFO");
   }
