@@ -47,7 +47,7 @@ public final class VllmEngine implements DisaggEngine {
     ObjectNode params = body.putObject("kv_transfer_params");
     params.put("do_remote_decode", true).put("do_remote_prefill", false);
     params.putNull("remote_engine_id").putNull("remote_block_ids").putNull("remote_host").putNull("remote_port");
-    // A uuid4-shaped id, reproducible from the request number.
+    // A UUID like the proxies' uuid4, but reproducible from the request number.
     String requestId =
         UUID.nameUUIDFromBytes(("vllm-demo-" + nextRequest.getAndIncrement()).getBytes(StandardCharsets.UTF_8)).toString();
     return call(body, requestId);
