@@ -51,53 +51,55 @@ class ReplayInputErrorsTest {
     assertInputError(run, "replay: " + missing + ": cannot read: no such file");
   }
 
+  /** Writes {@code content} to a file given as {@code option}; asserts the input error naming it and the problem. */
+  private void assertFileError(String option, String name, String content, String problem) throws Exception {
+    Path file = Files.writeString(dir.resolve(name), content);
+    assertInputError(replayWith(option, file.toString()), "replay: " + file + ": " + problem);
+  }
+
   @Test
   void aHeadersLineWithoutAColon() throws Exception {
-    Path headers = Files.writeString(dir.resolve("gen.headers"), ":method: POST\ngarbage\n");
-    assertInputError(replayWith("--generation-request-headers", headers.toString()),
-        "replay: " + headers + ": line 2: expected \"name: value\", got \"garbage\"");
+    assertFileError("--generation-request-headers", "gen.headers", ":method: POST\ngarbage\n",
+        "line 2: expected \"name: value\", got \"garbage\"");
   }
 
   @Test
-  void aStatusThatIsNotAStatusCodeAndAPseudoHeaderOfTheOtherDirection() throws Exception {
-    Path response = Files.writeString(dir.resolve("gen-response.headers"), ":status: OK\n");
-    assertInputError(replayWith("--generation-response-headers", response.toString()),
-        response + ": line 1: :status must be a status code, got \"OK\"");
-    Path request = Files.writeString(dir.resolve("ctx.headers"), "# ok\n:status: 200\n");
-    assertInputError(replayWith("--context-request-headers", request.toString()),
-        request + ": line 2: :status is not a request pseudo-header");
-    Path badName = Files.writeString(dir.resolve("bad-name.headers"), "x request id: 1\n");
-    assertInputError(replayWith("--context-request-headers", badName.toString()),
-        badName + ": line 1: invalid header name \"x request id\"");
-  }
-
-  @Test
-  void harFilesThatAreNotJsonOrMissAPart() throws Exception {
-    Path notJson = Files.writeString(dir.resolve("a.har"), "{\"log\": ");
-    assertInputError(CommandRun.run("replay", "--har", notJson.toString()), "replay: " + notJson + ": not JSON");
-    Path noResponse = Files.writeString(dir.resolve("b.har"),
-        "{\"log\": {\"entries\": [{\"request\": {\"method\": \"POST\", \"url\": \"/v1/chat/completions\"}}]}}");
-    assertInputError(CommandRun.run("replay", "--har", noResponse.toString()), noResponse + ": entries[0].response: missing");
-    String entry = "{\"request\": {\"url\": \"/v1/completions\"}, \"response\": {\"status\": 200}}";
-    Path three = Files.writeString(dir.resolve("c.har"), "{\"entries\": [" + entry + "," + entry + "," + entry + "]}");
-    assertInputError(CommandRun.run("replay", "--har", three.toString()),
-        three + ": 3 entries: mark the two to replay with \"_leg\"");
-    Path badBase64 = Files.writeString(dir.resolve("d.har"),
-        "{\"entries\": [{\"request\": {\"url\": \"/v1/completions\"}, \"response\": {\"status\": 200,"
-            + " \"content\": {\"text\": \"%%%\", \"encoding\": \"base64\"}}}]}");
-    assertInputError(CommandRun.run("replay", "--har", badBase64.toString()),
-        badBase64 + ": entries[0].response.content.text: not base64");
-    Path badLeg = Files.writeString(dir.resolve("e.har"),
-        "{\"entries\": [{\"_leg\": \"prefil\", \"request\": {\"url\": \"/v1/completions\"}, \"response\": {\"status\": 200}}]}");
-    assertInputError(CommandRun.run("replay", "--har", badLeg.toString()),
-        badLeg + ": entries[0]._leg: expected \"context\" or \"generation\", got \"prefil\"");
+  void aStatusThatIsNotAStatusCodeAndAPseudoHeaderOfTheOtherDirectionOrABadName() throws Exception {
+    assertFileError("--generation-response-headers", "gen-response.headers", ":status: OK\n",
+        "line 1: :status must be a status code, got \"OK\"");
+    assertFileError("--context-request-headers", "ctx.headers", "# ok\n:status: 200\n",
+        "line 2: :status is not a request pseudo-header");
+    assertFileError("--context-request-headers", "bad-name.headers", "x request id: 1\n",
+        "line 1: invalid header name \"x request id\"");
   }
 
   @Test
   void anEnvoyConfigWithoutTheFilter() throws Exception {
-    Path envoy = Files.writeString(dir.resolve("envoy.yaml"), "static_resources:\n  listeners: []\n");
-    assertInputError(replayWith("--envoy-config", envoy.toString()),
-        "replay: " + envoy + ": no envoy.filters.http.ext_proc filter");
+    assertFileError("--envoy-config", "envoy.yaml", "static_resources:\n  listeners: []\n",
+        "no envoy.filters.http.ext_proc filter");
+  }
+
+  /** Replays a HAR file with this content; asserts the input error naming it and the problem. */
+  private void assertHarError(String content, String problem) throws Exception {
+    Path file = Files.writeString(dir.resolve("capture-" + content.hashCode() + ".har"), content);
+    assertInputError(CommandRun.run("replay", "--har", file.toString()), "replay: " + file + ": " + problem);
+  }
+
+  @Test
+  void harFilesThatAreNotJsonOrMissAPart() throws Exception {
+    assertHarError("{\"log\": ", "not JSON");
+    assertHarError("{\"log\": {\"entries\": [{\"request\": {\"method\": \"POST\", \"url\": \"/v1/chat/completions\"}}]}}",
+        "entries[0].response: missing");
+    String entry = "{\"request\": {\"url\": \"/v1/completions\"}, \"response\": {\"status\": 200}}";
+    assertHarError("{\"entries\": [" + entry + "," + entry + "," + entry + "]}",
+        "3 entries: mark the two to replay with \"_leg\"");
+    assertHarError("{\"entries\": [{\"request\": {\"url\": \"/v1/completions\"}, \"response\": {\"status\": 200,"
+            + " \"content\": {\"text\": \"%%%\", \"encoding\": \"base64\"}}}]}",
+        "entries[0].response.content.text: not base64");
+    assertHarError("{\"entries\": [{\"_leg\": \"prefil\", \"request\": {\"url\": \"/v1/completions\"}, \"response\": {\"status\": 200}}]}",
+        "entries[0]._leg: expected \"context\" or \"generation\", got \"prefil\"");
+    assertHarError("{\"entries\": [{\"request\": {\"url\": \"/v1\"}, \"response\": {\"status\": 99}}]}",
+        "entries[0].response.status: expected a status code, got 99");
   }
 
   @Test

@@ -3,9 +3,7 @@ package io.disaggusage.extproc.simulation.engines;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.simulation.engines.OpenAiWire.BadRequest;
-import io.disaggusage.extproc.simulation.engines.WorkerReply.TokenCounts;
 import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -19,13 +17,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * Strictly context-first. The decode worker reports {@code prompt_tokens - 1} as cached, as vLLM does
  * with the NIXL connector (the last prompt token is recomputed there; engines.md §2.2).
  */
-public final class VllmEngine implements DisaggEngine {
-  private final WordTokenizer tokenizer = new WordTokenizer();
-  private final PrefixCache prefillCache;
+public final class VllmEngine extends SimulatedEngine {
+  private static final String REQUEST_ID = "x-request-id";
+
   private final AtomicLong nextRequest = new AtomicLong();
 
   public VllmEngine(PrefixCache prefillCache) {
-    this.prefillCache = prefillCache;
+    super(prefillCache);
   }
 
   @Override
@@ -50,35 +48,7 @@ public final class VllmEngine implements DisaggEngine {
     // A UUID like the proxies' uuid4, but reproducible from the request number.
     String requestId =
         UUID.nameUUIDFromBytes(("vllm-demo-" + nextRequest.getAndIncrement()).getBytes(StandardCharsets.UTF_8)).toString();
-    return call(body, requestId);
-  }
-
-  @Override
-  public WorkerReply context(WorkerCall call) {
-    try {
-      ObjectNode request = OpenAiWire.parseRequest(call);
-      if (!request.path("kv_transfer_params").path("do_remote_decode").asBoolean()) {
-        throw new BadRequest("kv_transfer_params.do_remote_decode: expected true on a prefill worker");
-      }
-      int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(request));
-      int cached = prefillCache.prefill(prompt);
-      String requestId = call.headers().getOrDefault("x-request-id", "");
-      ObjectNode body =
-          OpenAiWire.chatCompletion(
-              "chatcmpl-" + requestId, request.path("model").asText(),
-              OpenAiWire.answerPieces(tokenizer, 1).get(0), "length", OpenAiWire.usage(prompt.length, 1, cached));
-      ObjectNode params = body.putObject("kv_transfer_params");
-      params.put("do_remote_prefill", true).put("do_remote_decode", false);
-      var blocks = params.putArray("remote_block_ids");
-      for (int b = 0; b < (prompt.length + prefillCache.blockTokens() - 1) / prefillCache.blockTokens(); b++) {
-        blocks.add(b);
-      }
-      params.put("remote_engine_id", "prefill-engine-0").put("remote_request_id", requestId);
-      params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1);
-      return new WorkerReply(200, OpenAiWire.JSON_TYPE, OpenAiWire.bytes(body), new TokenCounts(prompt.length, cached, 1));
-    } catch (BadRequest e) {
-      return e.reply();
-    }
+    return jsonCall(body, Map.of(REQUEST_ID, requestId));
   }
 
   @Override
@@ -88,39 +58,51 @@ public final class VllmEngine implements DisaggEngine {
       throw new IllegalArgumentException("vLLM proxies run prefill, then decode");
     }
     ObjectNode body = OpenAiWire.clientBody(request);
-    try {
-      body.set("kv_transfer_params", OpenAiWire.JSON.readTree(contextReply.body()).path("kv_transfer_params"));
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException("the simulated prefill worker wrote JSON it cannot read", e);
-    }
-    return call(body, contextCall.headers().get("x-request-id"));
+    body.set("kv_transfer_params", read(contextReply.body()).path("kv_transfer_params"));
+    return jsonCall(body, Map.of(REQUEST_ID, contextCall.headers().get(REQUEST_ID)));
   }
 
   @Override
-  public WorkerReply generation(WorkerCall call) {
-    try {
-      ObjectNode request = OpenAiWire.parseRequest(call);
-      JsonNode params = request.path("kv_transfer_params");
-      if (!params.path("do_remote_prefill").asBoolean()) {
-        throw new BadRequest("kv_transfer_params.do_remote_prefill: expected true on a decode worker");
-      }
-      int prompt = tokenizer.encodeChat(OpenAiWire.messages(request)).length;
-      List<String> pieces = OpenAiWire.answerPieces(tokenizer, request.path("max_tokens").asInt(16));
-      // The bug: every transferred prompt token but the recomputed last one counts as a cache hit.
-      return OpenAiWire.answer(
-          OpenAiWire.Style.VLLM, "chatcmpl-" + call.headers().getOrDefault("x-request-id", ""),
-          request.path("model").asText(), pieces, OpenAiWire.finishReason(tokenizer, pieces.size()),
-          OpenAiWire.usage(prompt, pieces.size(), prompt - 1L), request.path("stream").asBoolean(),
-          new TokenCounts(prompt, 0, pieces.size()));
-    } catch (BadRequest e) {
-      return e.reply();
+  void requireContextCall(JsonNode request) throws BadRequest {
+    if (!request.path("kv_transfer_params").path("do_remote_decode").asBoolean()) {
+      throw new BadRequest("kv_transfer_params.do_remote_decode: expected true on a prefill worker");
     }
   }
 
-  private static WorkerCall call(ObjectNode body, String requestId) {
-    Map<String, String> headers = new LinkedHashMap<>();
-    headers.put("content-type", OpenAiWire.JSON_TYPE);
-    headers.put("x-request-id", requestId);
-    return new WorkerCall("/v1/chat/completions", headers, OpenAiWire.bytes(body));
+  @Override
+  void requireGenerationCall(JsonNode request) throws BadRequest {
+    if (!request.path("kv_transfer_params").path("do_remote_prefill").asBoolean()) {
+      throw new BadRequest("kv_transfer_params.do_remote_prefill: expected true on a decode worker");
+    }
+  }
+
+  /** vLLM names its responses after the request id. */
+  @Override
+  String responseId(WorkerCall call, JsonNode request, boolean context) {
+    return "chatcmpl-" + call.headers().getOrDefault(REQUEST_ID, "");
+  }
+
+  /** The connector's parameters the decode worker pulls the KV blocks with. */
+  @Override
+  void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt) {
+    ObjectNode params = reply.putObject("kv_transfer_params");
+    params.put("do_remote_prefill", true).put("do_remote_decode", false);
+    var blocks = params.putArray("remote_block_ids");
+    for (int b = 0; b < (prompt.length + blockTokens() - 1) / blockTokens(); b++) {
+      blocks.add(b);
+    }
+    params.put("remote_engine_id", "prefill-engine-0").put("remote_request_id", call.headers().getOrDefault(REQUEST_ID, ""));
+    params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1);
+  }
+
+  /** Every transferred prompt token but the recomputed last one counts as a cache hit. */
+  @Override
+  long reportedCached(int prompt) {
+    return prompt - 1L;
+  }
+
+  @Override
+  OpenAiWire.Style style() {
+    return OpenAiWire.Style.VLLM;
   }
 }
