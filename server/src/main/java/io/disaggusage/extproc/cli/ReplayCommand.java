@@ -176,6 +176,14 @@ public final class ReplayCommand implements Callable<Integer> {
     }
     ReplayReport report = new ReplayReport(result, config.metadata().namespace(), input.generation().responseBody());
     print(report);
+    if (bodyOut != null) {
+      try {
+        Files.write(bodyOut, report.clientBody());
+      } catch (IOException e) {
+        err.println("replay: --body-out " + bodyOut + ": cannot write: " + e.getMessage());
+        return CommandLine.ExitCode.SOFTWARE;
+      }
+    }
     if (!result.problems().isEmpty()) {
       return CommandLine.ExitCode.SOFTWARE;
     }
@@ -189,7 +197,7 @@ public final class ReplayCommand implements Callable<Integer> {
     }
   }
 
-  private void print(ReplayReport report) throws IOException {
+  private void print(ReplayReport report) {
     PrintWriter out = spec.commandLine().getOut();
     byte[] body = report.clientBody();
     out.println("=== generation response body as the client gets it (" + body.length + " bytes) ===");
@@ -206,8 +214,5 @@ public final class ReplayCommand implements Callable<Integer> {
     out.println("=== outcome ===");
     out.println(report.outcomeLine());
     out.flush();
-    if (bodyOut != null) {
-      Files.write(bodyOut, body);
-    }
   }
 }
