@@ -1,6 +1,8 @@
 package io.disaggusage.extproc;
 
 import io.disaggusage.extproc.cli.ConfigOptions;
+import io.disaggusage.extproc.cli.DemoCommand;
+import io.disaggusage.extproc.cli.ReplayCommand;
 import io.disaggusage.extproc.cli.Signals;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
@@ -8,6 +10,9 @@ import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.runtime.ServerRuntime;
 import io.disaggusage.extproc.runtime.StartupException;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.function.Consumer;
@@ -38,7 +43,7 @@ import picocli.CommandLine.Spec;
       "Envoy ext_proc service that corrects OpenAI token usage in prefill/decode disaggregated serving.",
       "Without a subcommand, runs the server until SIGTERM or SIGINT."
     },
-    subcommands = {},
+    subcommands = {DemoCommand.class, ReplayCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:clean shutdown (or --help, --version, --print-config)",
@@ -79,7 +84,11 @@ public final class Main implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
-    System.exit(commandLine(new Main(System.getenv())).execute(args));
+    CommandLine commandLine = commandLine(new Main(System.getenv()));
+    // Output in UTF-8 whatever the platform's default charset is: replay prints response bodies as sent.
+    commandLine.setOut(new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true));
+    commandLine.setErr(new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true));
+    System.exit(commandLine.execute(args));
   }
 
   /**

@@ -8,6 +8,7 @@ import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.encoder.LayoutWrappingEncoder;
 import io.disaggusage.extproc.config.Config;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.logging.Handler;
@@ -41,6 +42,8 @@ public final class Logging {
   private static volatile boolean bridged;
   /** The text appender while JSON is in use, so {@link #useFormat} can switch back. */
   private static Appender<ILoggingEvent> detachedText;
+  /** Where the console appenders write: logback's {@code System.out} unless {@link #useStandardError} said otherwise. */
+  private static String consoleTarget = "System.out";
 
   private Logging() {}
 
@@ -85,6 +88,27 @@ public final class Logging {
     }
   }
 
+  /**
+   * Sends the log lines to stderr ({@code true}) or back to stdout ({@code false}): for commands whose
+   * stdout is their result ({@code demo}, {@code replay}). Applies to the appenders in use and to the
+   * JSON one if {@link #useFormat} adds it later.
+   */
+  public static synchronized void useStandardError(boolean stderr) {
+    consoleTarget = stderr ? "System.err" : "System.out";
+    if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext context)) {
+      return;
+    }
+    ch.qos.logback.classic.Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);
+    for (Appender<ILoggingEvent> appender :
+        Arrays.asList(root.getAppender(TEXT_APPENDER), root.getAppender(JSON_APPENDER), detachedText)) {
+      if (appender instanceof ConsoleAppender<ILoggingEvent> console && !consoleTarget.equals(console.getTarget())) {
+        console.stop();
+        console.setTarget(consoleTarget);
+        console.start();
+      }
+    }
+  }
+
   private static Appender<ILoggingEvent> jsonAppender(LoggerContext context) {
     JsonLineLayout layout = new JsonLineLayout();
     layout.setContext(context);
@@ -97,6 +121,7 @@ public final class Logging {
     ConsoleAppender<ILoggingEvent> appender = new ConsoleAppender<>();
     appender.setContext(context);
     appender.setName(JSON_APPENDER);
+    appender.setTarget(consoleTarget);
     appender.setEncoder(encoder);
     appender.start();
     return appender;

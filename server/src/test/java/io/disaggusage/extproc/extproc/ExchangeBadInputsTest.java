@@ -6,7 +6,7 @@ import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
 import io.disaggusage.extproc.scenario.VectorRunner;
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.sse.SseFramer;
-import io.disaggusage.extproc.testing.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -17,7 +17,7 @@ import io.disaggusage.extproc.sse.SseEvent;
 import io.disaggusage.extproc.sse.SseFramer;
 import io.disaggusage.extproc.sse.SseItem;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
-import io.disaggusage.extproc.testing.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
 import io.disaggusage.extproc.testing.fuzz.FuzzInput;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;

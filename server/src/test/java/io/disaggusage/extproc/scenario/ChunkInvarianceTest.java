@@ -8,7 +8,7 @@ import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
 import io.disaggusage.extproc.scenario.VectorRunner.Splits;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
-import io.disaggusage.extproc.testing.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -31,7 +31,7 @@ import java.util.Map;
  * body reply with a body mutation replaces the chunk, one without forwards the chunk as it came, and a
  * body Envoy does not send to the service passes untouched. Replies that only carry
  * {@code override_message_timeout} are not replies. Timers, buffering limits and header mutations are
- * the fake Envoy's job ({@code testing.envoy}); this driver trades them for speed.
+ * the fake Envoy's job ({@code simulation.envoy}); this driver trades them for speed.
  */
 public final class DirectEnvoy {
   /** The key Envoy files attributes under. */

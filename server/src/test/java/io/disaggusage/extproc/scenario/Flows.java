@@ -2,82 +2,38 @@ package io.disaggusage.extproc.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.testing.envoy.EnvoyStats;
-import io.disaggusage.extproc.testing.envoy.Exchange;
-import io.disaggusage.extproc.testing.envoy.ExchangeHandle;
-import io.disaggusage.extproc.testing.envoy.ExchangeResult;
-import io.disaggusage.extproc.testing.envoy.FakeEnvoy;
+import io.disaggusage.extproc.simulation.envoy.DisaggFlows;
+import io.disaggusage.extproc.simulation.envoy.EnvoyStats;
+import io.disaggusage.extproc.simulation.envoy.Exchange;
+import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
 
-/** The orchestrator's two calls through the fake Envoy, in the orders engines use (behaviour.md §4). */
+/**
+ * The orchestrator's two calls through the fake Envoy, in the orders engines use (behaviour.md §4): the
+ * scenario suite's names for {@link DisaggFlows}, plus the clean-exchange assertion.
+ */
 public final class Flows {
   private Flows() {}
 
-  /**
-   * One exchange whose bodies reach Envoy only after the headers were answered, so Envoy sends each
-   * chunk as its own message (as with a real upstream that streams).
-   */
+  /** {@link DisaggFlows#run}. */
   public static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
-    ExchangeHandle h = envoy.start(exchange.gateRequestBody().gateResponseBody().build());
-    h.awaitRequestHeadersForwarded();
-    h.releaseRequestBody();
-    h.awaitResponseHeadersForwarded();
-    h.releaseResponseBody();
-    return h.awaitResult();
+    return DisaggFlows.run(envoy, exchange);
   }
 
-  /** Context-first: the context response has fully passed before the generation request starts. */
+  /** {@link DisaggFlows#contextFirst}. */
   public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    ExchangeResult c = run(envoy, ctx);
-    ExchangeResult g = run(envoy, gen);
-    return new ExchangeResult[] {c, g};
+    return DisaggFlows.contextFirst(envoy, ctx, gen);
   }
 
-  /**
-   * Generation-first: the generation response, usage event and end of stream included, reaches
-   * Envoy before the context response body does.
-   */
+  /** {@link DisaggFlows#generationFirst(FakeEnvoy, Exchange.Builder, Exchange.Builder)}. */
   public static ExchangeResult[] generationFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    return generationFirst(envoy, ctx, envoy, gen);
+    return DisaggFlows.generationFirst(envoy, ctx, gen);
   }
 
-  /**
-   * Generation-first with the two legs through different Envoys (hence different service replicas): the
-   * context exchange through {@code ctxEnvoy}, the generation exchange through {@code genEnvoy}.
-   */
+  /** {@link DisaggFlows#generationFirst(FakeEnvoy, Exchange.Builder, FakeEnvoy, Exchange.Builder)}. */
   public static ExchangeResult[] generationFirst(
       FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
-    ExchangeHandle g = genEnvoy.start(gen.gateRequestBody().gateResponseBody().build());
-    g.awaitRequestHeadersForwarded();
-    g.releaseRequestBody();
-    ExchangeHandle c = ctxEnvoy.start(ctx.gateRequestBody().gateResponseBody().build());
-    c.awaitRequestHeadersForwarded();
-    c.releaseRequestBody();
-    g.awaitResponseHeadersForwarded();
-    g.releaseResponseBody();
-    // The generation's last body message has been sent before the context body is released.
-    awaitEndOfResponseSent(g);
-    c.awaitResponseHeadersForwarded();
-    c.releaseResponseBody();
-    ExchangeResult cr = c.awaitResult();
-    ExchangeResult gr = g.awaitResult();
-    return new ExchangeResult[] {cr, gr};
-  }
-
-  private static void awaitEndOfResponseSent(ExchangeHandle h) {
-    long deadline = System.nanoTime() + 10_000_000_000L;
-    while (h.messagesSentSoFar().stream()
-        .noneMatch(m -> m.hasResponseBody() && m.getResponseBody().getEndOfStream())) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("generation response never ended");
-      }
-      Thread.onSpinWait();
-      try {
-        Thread.sleep(1);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError(e);
-      }
-    }
+    return DisaggFlows.generationFirst(ctxEnvoy, ctx, genEnvoy, gen);
   }
 
   /** What every exchange through the service must satisfy: the client never sees our failure. */

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.metrics.ModelLabels;
-import io.disaggusage.extproc.testing.envoy.Chunking;
-import io.disaggusage.extproc.testing.envoy.Exchange;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.Exchange;
 import io.prometheus.metrics.expositionformats.ExpositionFormats;
 import java.io.ByteArrayOutputStream;
 import org.junit.jupiter.api.Test;

@@ -1,13 +1,10 @@
 package io.disaggusage.extproc.scenario;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import com.google.protobuf.util.JsonFormat;
+import io.disaggusage.extproc.simulation.envoy.FilterConfigs;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -16,9 +13,6 @@ import java.nio.file.Path;
  * fails the build.
  */
 public final class ShippedEnvoyConfig {
-  static final String FILTER_NAME = "envoy.filters.http.ext_proc";
-  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
-
   private ShippedEnvoyConfig() {}
 
   public static Path bootstrapFile() {
@@ -29,23 +23,7 @@ public final class ShippedEnvoyConfig {
   /** The ext_proc filter config of the shipped bootstrap, parsed strictly into Envoy's type. */
   public static ExternalProcessor extProcFilter() {
     try {
-      JsonNode bootstrap = YAML.readTree(bootstrapFile().toFile());
-      for (JsonNode listener : bootstrap.path("static_resources").path("listeners")) {
-        for (JsonNode chain : listener.path("filter_chains")) {
-          for (JsonNode filter : chain.path("filters")) {
-            for (JsonNode http : filter.path("typed_config").path("http_filters")) {
-              if (FILTER_NAME.equals(http.path("name").asText())) {
-                ObjectNode config = http.path("typed_config").deepCopy();
-                config.remove("@type");
-                ExternalProcessor.Builder b = ExternalProcessor.newBuilder();
-                JsonFormat.parser().merge(config.toString(), b);
-                return b.build();
-              }
-            }
-          }
-        }
-      }
-      throw new IllegalStateException("no " + FILTER_NAME + " filter in " + bootstrapFile());
+      return FilterConfigs.parse(Files.readString(bootstrapFile()));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -3,12 +3,12 @@ package io.disaggusage.extproc.scenario;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.testing.envoy.Chunking;
-import io.disaggusage.extproc.testing.envoy.EnvoyProfile;
-import io.disaggusage.extproc.testing.envoy.EnvoyStats;
-import io.disaggusage.extproc.testing.envoy.Exchange;
-import io.disaggusage.extproc.testing.envoy.ExchangeHandle;
-import io.disaggusage.extproc.testing.envoy.ExchangeResult;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
+import io.disaggusage.extproc.simulation.envoy.EnvoyStats;
+import io.disaggusage.extproc.simulation.envoy.Exchange;
+import io.disaggusage.extproc.simulation.envoy.ExchangeHandle;
+import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.time.Duration;

@@ -4,10 +4,10 @@ import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.testing.envoy.Chunking;
-import io.disaggusage.extproc.testing.envoy.Exchange;
-import io.disaggusage.extproc.testing.envoy.ExchangeHandle;
-import io.disaggusage.extproc.testing.envoy.ExchangeResult;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.Exchange;
+import io.disaggusage.extproc.simulation.envoy.ExchangeHandle;
+import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;

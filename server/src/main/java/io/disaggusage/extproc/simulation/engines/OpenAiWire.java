@@ -1,0 +1,189 @@
+package io.disaggusage.extproc.simulation.engines;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.simulation.engines.WordTokenizer.Message;
+import io.disaggusage.extproc.simulation.engines.WorkerReply.TokenCounts;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The OpenAI chat completion shapes the simulated workers share: request parsing, usage objects,
+ * JSON responses and server-sent event streams, written compactly as the engines' pydantic models do.
+ */
+final class OpenAiWire {
+  static final ObjectMapper JSON = new ObjectMapper();
+  static final String JSON_TYPE = "application/json";
+  static final String SSE_TYPE = "text/event-stream; charset=utf-8";
+  /** A fixed {@code created} time, so the simulation's bytes are the same on every run. */
+  static final long CREATED = 1_764_400_000L;
+
+  /** What the simulated model answers (cut to the request's {@code max_tokens}). */
+  static final String ANSWER =
+      "In disaggregated serving the decode worker receives the prompt's KV cache from the prefill worker"
+          + " and counts it as a prefix-cache hit, so the usage it reports is wrong.";
+
+  private OpenAiWire() {}
+
+  /** How the two families' streams differ. */
+  enum Style {
+    /** The first content chunk carries the role; its event ends {@code "} \n\n"} (a space before the blank line). */
+    TRTLLM,
+    /** A first chunk with the role and empty content, then one chunk per token. */
+    VLLM
+  }
+
+  /** A worker's refusal of a request it cannot read: HTTP 400 with an OpenAI error object. */
+  static final class BadRequest extends Exception {
+    BadRequest(String message) {
+      super(message);
+    }
+
+    WorkerReply reply() {
+      ObjectNode error = JSON.createObjectNode();
+      error.put("object", "error").put("message", getMessage()).put("type", "BadRequestError").putNull("param");
+      error.put("code", 400);
+      return new WorkerReply(400, JSON_TYPE, bytes(error), new TokenCounts(0, 0, 0));
+    }
+  }
+
+  /** The JSON object of a request body. */
+  static ObjectNode parseRequest(WorkerCall call) throws BadRequest {
+    try {
+      JsonNode node = JSON.readTree(call.body());
+      if (node instanceof ObjectNode object) {
+        return object;
+      }
+    } catch (java.io.IOException e) {
+      throw new BadRequest("request body is not JSON: " + e.getMessage());
+    }
+    throw new BadRequest("request body is not a JSON object");
+  }
+
+  /** The request's chat messages. */
+  static List<Message> messages(JsonNode request) throws BadRequest {
+    JsonNode messages = request.path("messages");
+    if (!messages.isArray() || messages.isEmpty()) {
+      throw new BadRequest("messages: expected a non-empty array");
+    }
+    List<Message> out = new ArrayList<>();
+    for (JsonNode m : messages) {
+      out.add(new Message(m.path("role").asText("user"), m.path("content").asText("")));
+    }
+    return out;
+  }
+
+  /** The client request as JSON, as the orchestrator received it. */
+  static ObjectNode clientBody(ClientRequest request) {
+    ObjectNode body = JSON.createObjectNode();
+    body.put("model", request.model());
+    var messages = body.putArray("messages");
+    for (Message m : request.messages()) {
+      messages.addObject().put("role", m.role()).put("content", m.content());
+    }
+    body.put("max_tokens", request.maxTokens());
+    body.put("stream", request.stream());
+    if (request.stream()) {
+      body.putObject("stream_options").put("include_usage", true);
+    }
+    return body;
+  }
+
+  /** An OpenAI usage object with the prompt-token details the engines report. */
+  static ObjectNode usage(long prompt, long completion, long cached) {
+    ObjectNode usage = JSON.createObjectNode();
+    usage.put("prompt_tokens", prompt).put("total_tokens", prompt + completion).put("completion_tokens", completion);
+    usage.putObject("prompt_tokens_details").put("cached_tokens", cached);
+    return usage;
+  }
+
+  /** A {@code chat.completion} with one choice; callers add their engine's extra fields. */
+  static ObjectNode chatCompletion(String id, String model, String content, String finishReason, ObjectNode usage) {
+    ObjectNode body = JSON.createObjectNode();
+    body.put("id", id).put("object", "chat.completion").put("created", CREATED).put("model", model);
+    ObjectNode choice = body.putArray("choices").addObject();
+    choice.put("index", 0);
+    choice.putObject("message").put("role", "assistant").put("content", content);
+    choice.putNull("logprobs");
+    choice.put("finish_reason", finishReason);
+    body.set("usage", usage);
+    return body;
+  }
+
+  /** The generation worker's whole answer: JSON, or a stream of chunks, a usage chunk and {@code [DONE]}. */
+  static WorkerReply answer(
+      Style style, String id, String model, List<String> pieces, String finishReason, ObjectNode usage,
+      boolean stream, TokenCounts truth) {
+    if (!stream) {
+      return new WorkerReply(
+          200, JSON_TYPE, bytes(chatCompletion(id, model, String.join("", pieces), finishReason, usage)), truth);
+    }
+    List<ObjectNode> events = new ArrayList<>();
+    if (style == Style.VLLM) {
+      events.add(chunk(id, model, delta(true, ""), null));
+    }
+    for (int i = 0; i < pieces.size(); i++) {
+      boolean last = i == pieces.size() - 1;
+      events.add(chunk(id, model, delta(style == Style.TRTLLM && i == 0, pieces.get(i)), last ? finishReason : null));
+    }
+    ObjectNode usageChunk = JSON.createObjectNode();
+    usageChunk.put("id", id).put("object", "chat.completion.chunk").put("created", CREATED).put("model", model);
+    usageChunk.putArray("choices");
+    usageChunk.set("usage", usage);
+    events.add(usageChunk);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    for (int i = 0; i < events.size(); i++) {
+      out.writeBytes(utf8("data: "));
+      out.writeBytes(bytes(events.get(i)));
+      out.writeBytes(utf8(style == Style.TRTLLM && i == 0 ? " \n\n" : "\n\n"));
+    }
+    out.writeBytes(utf8("data: [DONE]\n\n"));
+    return new WorkerReply(200, SSE_TYPE, out.toByteArray(), truth);
+  }
+
+  private static ObjectNode delta(boolean withRole, String content) {
+    ObjectNode delta = JSON.createObjectNode();
+    if (withRole) {
+      delta.put("role", "assistant");
+    }
+    return delta.put("content", content);
+  }
+
+  private static ObjectNode chunk(String id, String model, ObjectNode delta, String finishReason) {
+    ObjectNode chunk = JSON.createObjectNode();
+    chunk.put("id", id).put("object", "chat.completion.chunk").put("created", CREATED).put("model", model);
+    ObjectNode choice = chunk.putArray("choices").addObject();
+    choice.put("index", 0);
+    choice.set("delta", delta);
+    choice.putNull("logprobs");
+    choice.put("finish_reason", finishReason);
+    return chunk;
+  }
+
+  static byte[] bytes(JsonNode node) {
+    try {
+      return JSON.writeValueAsBytes(node);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("a JSON tree always serialises", e);
+    }
+  }
+
+  static byte[] utf8(String text) {
+    return text.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** The answer's tokens, at most {@code maxTokens} of them. */
+  static List<String> answerPieces(WordTokenizer tokenizer, int maxTokens) {
+    List<String> pieces = tokenizer.pieces(ANSWER);
+    return List.copyOf(pieces.subList(0, Math.max(1, Math.min(maxTokens, pieces.size()))));
+  }
+
+  /** {@code length} when the answer was cut by {@code max_tokens}, else {@code stop}. */
+  static String finishReason(WordTokenizer tokenizer, int produced) {
+    return produced < tokenizer.pieces(ANSWER).size() ? "length" : "stop";
+  }
+}

@@ -1,0 +1,31 @@
+package io.disaggusage.extproc.simulation.engines;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A worker's HTTP response, plus what the simulator knows to be true about it (not on the wire).
+ *
+ * @param truth the worker's real token accounting: for a context worker the prefix cache's answer,
+ *     for a generation worker its prompt and output (its reported cached count is the bug, not this)
+ */
+public record WorkerReply(int status, String contentType, byte[] body, TokenCounts truth) {
+  public WorkerReply {
+    body = body.clone();
+  }
+
+  @Override
+  public byte[] body() {
+    return body.clone();
+  }
+
+  public String bodyUtf8() {
+    return new String(body, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Token counts.
+   *
+   * @param cached prompt tokens whose KV came from the worker's own prefix cache
+   */
+  public record TokenCounts(long prompt, long cached, long completion) {}
+}

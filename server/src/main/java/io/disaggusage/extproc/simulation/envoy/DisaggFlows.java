@@ -1,0 +1,93 @@
+package io.disaggusage.extproc.simulation.envoy;
+
+import java.time.Duration;
+
+/**
+ * An orchestrator's two calls (context, then generation) through a {@link FakeEnvoy}, in the orders
+ * disaggregated engines use (behaviour.md §4). Blocks the calling thread only, never a gRPC or harness
+ * thread.
+ */
+public final class DisaggFlows {
+  private static final Duration END_OF_RESPONSE_WAIT = Duration.ofSeconds(10);
+
+  private DisaggFlows() {}
+
+  /**
+   * One exchange whose bodies reach Envoy only after the headers were answered, so Envoy sends each
+   * chunk as its own message (as with a real upstream that streams).
+   */
+  public static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
+    ExchangeHandle h = envoy.start(exchange.gateRequestBody().gateResponseBody().build());
+    h.awaitRequestHeadersForwarded();
+    h.releaseRequestBody();
+    h.awaitResponseHeadersForwarded();
+    h.releaseResponseBody();
+    return h.awaitResult();
+  }
+
+  /**
+   * Context-first: the context response has fully passed before the generation request starts.
+   *
+   * @return the context result, then the generation result
+   */
+  public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
+    ExchangeResult c = run(envoy, ctx);
+    ExchangeResult g = run(envoy, gen);
+    return new ExchangeResult[] {c, g};
+  }
+
+  /**
+   * Generation-first: the generation response, usage event and end of stream included, reaches Envoy
+   * before the context response body does.
+   *
+   * @return the context result, then the generation result
+   */
+  public static ExchangeResult[] generationFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
+    return generationFirst(envoy, ctx, envoy, gen);
+  }
+
+  /**
+   * Generation-first with the two legs through different Envoys (hence possibly different service
+   * replicas): the context exchange through {@code ctxEnvoy}, the generation exchange through
+   * {@code genEnvoy}.
+   */
+  public static ExchangeResult[] generationFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    ExchangeHandle g = genEnvoy.start(gen.gateRequestBody().gateResponseBody().build());
+    g.awaitRequestHeadersForwarded();
+    g.releaseRequestBody();
+    ExchangeHandle c = ctxEnvoy.start(ctx.gateRequestBody().gateResponseBody().build());
+    c.awaitRequestHeadersForwarded();
+    c.releaseRequestBody();
+    g.awaitResponseHeadersForwarded();
+    g.releaseResponseBody();
+    // The generation's last body message has been sent before the context body is released.
+    awaitEndOfResponseSent(g);
+    c.awaitResponseHeadersForwarded();
+    c.releaseResponseBody();
+    ExchangeResult cr = c.awaitResult();
+    ExchangeResult gr = g.awaitResult();
+    return new ExchangeResult[] {cr, gr};
+  }
+
+  /**
+   * Waits until the exchange's last response body message went to the processor, or its result is in
+   * (a response that ended without one: a local reply, a reset, or a body Envoy does not send).
+   */
+  private static void awaitEndOfResponseSent(ExchangeHandle h) {
+    long deadline = System.nanoTime() + END_OF_RESPONSE_WAIT.toNanos();
+    while (!h.result().isDone()
+        && h.messagesSentSoFar().stream()
+            .noneMatch(m -> m.hasResponseBody() && m.getResponseBody().getEndOfStream())) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("generation response never ended");
+      }
+      try {
+        Thread.sleep(1);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted waiting for the generation response", e);
+      }
+    }
+  }
+}
