@@ -8,8 +8,8 @@ import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.testing.envoy.Chunking;
-import io.disaggusage.extproc.testing.envoy.ExchangeResult;
+import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
