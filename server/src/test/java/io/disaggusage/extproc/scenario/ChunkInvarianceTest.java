@@ -54,8 +54,12 @@ class ChunkInvarianceTest {
     timer.shutdownNow();
   }
 
+  /** Every engine vector, and the TensorRT-LLM ones again with MessagePack request bodies. */
   static List<Vector> vectors() {
-    return ScenarioVectors.all();
+    List<Vector> vectors = new ArrayList<>(ScenarioVectors.all());
+    vectors.add(ScenarioVectors.trtResponsesHandoff());
+    vectors.addAll(ScenarioVectors.trtMsgpack());
+    return vectors;
   }
 
   void check(Vector v, Splits splits, String what) {
