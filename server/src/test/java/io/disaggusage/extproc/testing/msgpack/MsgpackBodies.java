@@ -9,6 +9,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessageFormat;
@@ -184,77 +185,91 @@ public final class MsgpackBodies {
     ByteArrayOutputStream json = new ByteArrayOutputStream();
     try (MessageUnpacker in = MessagePack.newDefaultUnpacker(msgpack);
         JsonGenerator out = JSON.createGenerator(json)) {
-      if (!in.hasNext() || !value(in, out, longestString)) {
+      Decoding d = new Decoding(in, out, msgpack.length);
+      if (!in.hasNext() || !d.value() || in.hasNext()) {
         return null;
       }
-      if (in.hasNext()) {
-        return null;
-      }
+      out.flush();
+      longestString[0] = d.longest;
     } catch (IOException | RuntimeException e) {
       return null;
     }
     return json.toString(StandardCharsets.UTF_8);
   }
 
-  private static boolean value(MessageUnpacker in, JsonGenerator out, int[] longest) throws IOException {
-    MessageFormat f = in.getNextFormat();
-    ValueType type = f.getValueType();
-    switch (type) {
-      case MAP -> {
-        int n = in.unpackMapHeader();
-        out.writeStartObject();
-        for (int i = 0; i < n; i++) {
-          if (in.getNextFormat().getValueType() != ValueType.STRING) {
-            return false;
-          }
-          String name = checked(in, longest);
-          out.writeFieldName(name);
-          if (!value(in, out, longest)) {
-            return false;
-          }
-        }
-        out.writeEndObject();
-      }
-      case ARRAY -> {
-        int n = in.unpackArrayHeader();
-        out.writeStartArray();
-        for (int i = 0; i < n; i++) {
-          if (!value(in, out, longest)) {
-            return false;
-          }
-        }
-        out.writeEndArray();
-      }
-      case STRING -> out.writeString(checked(in, longest));
-      case INTEGER -> out.writeNumber(in.unpackBigInteger());
-      case FLOAT -> {
-        double d = in.unpackDouble();
-        if (!Double.isFinite(d)) {
-          return false;
-        }
-        if (f == MessageFormat.FLOAT32) {
-          out.writeNumber((float) d);
-        } else {
-          out.writeNumber(d);
-        }
-      }
-      case BOOLEAN -> out.writeBoolean(in.unpackBoolean());
-      case NIL -> {
-        in.unpackNil();
-        out.writeNull();
-      }
-      default -> {
-        return false; // bin, ext
-      }
-    }
-    return true;
-  }
+  /** One MessagePack document written out as JSON. */
+  private static final class Decoding {
+    final MessageUnpacker in;
+    final JsonGenerator out;
+    final int size;
+    int longest;
 
-  private static String checked(MessageUnpacker in, int[] longest) throws IOException {
-    int length = in.unpackRawStringHeader();
-    byte[] utf8 = in.readPayload(length);
-    longest[0] = Math.max(longest[0], length);
-    var decoder = StandardCharsets.UTF_8.newDecoder();
-    return decoder.decode(java.nio.ByteBuffer.wrap(utf8)).toString();
+    Decoding(MessageUnpacker in, JsonGenerator out, int size) {
+      this.in = in;
+      this.out = out;
+      this.size = size;
+    }
+
+    boolean value() throws IOException {
+      MessageFormat f = in.getNextFormat();
+      switch (f.getValueType()) {
+        case MAP -> {
+          int n = in.unpackMapHeader();
+          out.writeStartObject();
+          for (int i = 0; i < n; i++) {
+            if (in.getNextFormat().getValueType() != ValueType.STRING) {
+              return false;
+            }
+            out.writeFieldName(string());
+            if (!value()) {
+              return false;
+            }
+          }
+          out.writeEndObject();
+        }
+        case ARRAY -> {
+          int n = in.unpackArrayHeader();
+          out.writeStartArray();
+          for (int i = 0; i < n; i++) {
+            if (!value()) {
+              return false;
+            }
+          }
+          out.writeEndArray();
+        }
+        case STRING -> out.writeString(string());
+        case INTEGER -> out.writeNumber(in.unpackBigInteger());
+        case FLOAT -> {
+          double d = in.unpackDouble();
+          if (!Double.isFinite(d)) {
+            return false;
+          }
+          if (f == MessageFormat.FLOAT32) {
+            out.writeNumber((float) d);
+          } else {
+            out.writeNumber(d);
+          }
+        }
+        case BOOLEAN -> out.writeBoolean(in.unpackBoolean());
+        case NIL -> {
+          in.unpackNil();
+          out.writeNull();
+        }
+        default -> {
+          return false; // bin, ext
+        }
+      }
+      return true;
+    }
+
+    /** A str value, decoded strictly; a length beyond the document is refused before any allocation. */
+    String string() throws IOException {
+      int length = in.unpackRawStringHeader();
+      if (length > size - in.getTotalReadBytes()) {
+        throw new IOException("a string longer than the rest of the document");
+      }
+      longest = Math.max(longest, length);
+      return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(in.readPayload(length))).toString();
+    }
   }
 }
