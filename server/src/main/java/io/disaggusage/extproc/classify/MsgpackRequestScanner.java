@@ -297,26 +297,15 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
     ValueType type = format.getValueType();
     String text = kept == null ? null : decode(kept, keptLength).asStringValue().asString();
     kept = null;
-    if (key) {
+    if (type == ValueType.STRING) {
       if (capture != null) {
-        if (text == null) {
-          capture = null; // a name longer than the cap: the object is above it
-        } else {
-          capture.generator().writeFieldName(text);
-          captured(0);
-        }
+        captureText(text);
       }
-      facts.name(text);
-    } else if (type == ValueType.STRING) {
-      if (capture != null) {
-        if (text == null) {
-          capture = null; // a string longer than the cap: the object is above it
-        } else {
-          capture.generator().writeString(text);
-          captured(0);
-        }
+      if (key) {
+        facts.name(text);
+      } else {
+        facts.scalar(Kind.STRING, text);
       }
-      facts.scalar(Kind.STRING, text);
     } else {
       if (capture != null) {
         captureUnusable = true;
@@ -326,6 +315,20 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
       facts.scalar(Kind.OTHER, null);
     }
     itemDone();
+  }
+
+  /** A name or string inside ctx_usage; null when it was longer than the cap, and so is the object. */
+  private void captureText(String text) throws IOException {
+    if (text == null) {
+      capture = null; // too large to be a usage object; the scan goes on
+      return;
+    }
+    if (key) {
+      capture.generator().writeFieldName(text);
+    } else {
+      capture.generator().writeString(text);
+    }
+    captured(0);
   }
 
   /** A nil, boolean, integer or float: the header is the whole value. */

@@ -5,10 +5,13 @@ import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.JSON;
 import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.json;
 import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.msgpack;
 import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.utf8;
+import static io.disaggusage.extproc.testing.msgpack.MsgpackBodies.indexOf;
+import static io.disaggusage.extproc.testing.msgpack.MsgpackBodies.pack;
 import static io.disaggusage.extproc.testing.msgpack.MsgpackBodies.raw;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
+import io.disaggusage.extproc.testing.msgpack.MsgpackBodies.Packing;
 import io.disaggusage.extproc.testing.msgpack.MsgpackBodies.Style;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -20,7 +23,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.msgpack.core.MessageBufferPacker;
-import org.msgpack.core.MessagePack;
 
 /**
  * Every MessagePack format through the request reader: skipped where it is no fact (ext, bin, str8/16/32,
@@ -30,20 +32,6 @@ import org.msgpack.core.MessagePack;
  */
 class MsgpackRequestFormatsTest {
   static final String TRT_ID = "2748779069441234567";
-
-  /** Packs a document by hand: {@code k(...)} writes a key. */
-  interface Body {
-    void write(MessageBufferPacker p) throws IOException;
-  }
-
-  static byte[] pack(Body body) {
-    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
-      body.write(p);
-      return p.toByteArray();
-    } catch (IOException e) {
-      throw new AssertionError(e);
-    }
-  }
 
   /** One value of every format, with payloads long enough to need their wide headers. */
   static void everyFormat(MessageBufferPacker p) throws IOException {
@@ -93,7 +81,7 @@ class MsgpackRequestFormatsTest {
     return bytes;
   }
 
-  static void trtFacts(MessageBufferPacker p, Body idSpelling) throws IOException {
+  static void trtFacts(MessageBufferPacker p, Packing idSpelling) throws IOException {
     p.packString("disaggregated_params").packMapHeader(5);
     p.packString("x").packInt(0); // replaced below by the caller's skipped values where needed
     p.packString("request_type").packString("generation_only");
@@ -139,7 +127,7 @@ class MsgpackRequestFormatsTest {
   @ParameterizedTest
   @ValueSource(strings = {"uint64", "int64", "uint32", "int32", "str"})
   void int64IdsAreExactInEverySpelling(String spelling) {
-    Body id =
+    Packing id =
         switch (spelling) {
           case "uint64" -> p -> raw(p, 0xcf, Long.parseLong(TRT_ID), 8);
           case "int64" -> p -> raw(p, 0xd3, Long.parseLong(TRT_ID), 8);
@@ -256,21 +244,11 @@ class MsgpackRequestFormatsTest {
     }
     assertThat(msgpack(new byte[0], CAP)).isEqualTo(json(new byte[0], CAP)).isEqualTo(RequestFacts.NONE);
     // Cut right after the request type, in both encodings: the phase already read stays.
-    RequestFacts cutMsgpack = msgpack(Arrays.copyOf(body, indexAfter(body, "context_only")), CAP);
-    RequestFacts cutJson = json(Arrays.copyOf(json, indexAfter(json, "context_only") + 1), CAP);
+    RequestFacts cutMsgpack = msgpack(Arrays.copyOf(body, indexOf(body, "context_only") + "context_only".length()), CAP);
+    RequestFacts cutJson = json(Arrays.copyOf(json, indexOf(json, "context_only") + "context_only".length() + 1), CAP);
     assertThat(cutMsgpack).isEqualTo(cutJson);
     assertThat(cutMsgpack.trtRequestType()).isEqualTo("context_only");
     assertThat(cutMsgpack.malformed()).isTrue();
-  }
-
-  static int indexAfter(byte[] haystack, String needle) {
-    byte[] n = utf8(needle);
-    for (int i = 0; i + n.length <= haystack.length; i++) {
-      if (Arrays.equals(haystack, i, i + n.length, n, 0, n.length)) {
-        return i + n.length;
-      }
-    }
-    throw new AssertionError(needle);
   }
 
   @Test
@@ -345,18 +323,12 @@ class MsgpackRequestFormatsTest {
   static long allocatedWhileReading(int size) throws IOException {
     int ids = size / 5;
     int text = size / 2;
-    byte[] head;
-    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+    byte[] head = pack(p -> {
       p.packMapHeader(4);
       p.packString("model").packString("m");
       p.packString("messages").packArrayHeader(1).packMapHeader(1).packString("content").packRawStringHeader(text);
-      head = p.toByteArray();
-    }
-    byte[] middle;
-    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
-      p.packString("prompt_token_ids").packArrayHeader(ids);
-      middle = p.toByteArray();
-    }
+    });
+    byte[] middle = pack(p -> p.packString("prompt_token_ids").packArrayHeader(ids));
     byte[] tail = pack(p -> trtFacts(p, q -> raw(q, 0xcf, Long.parseLong(TRT_ID), 8)));
     var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     MsgpackRequestScanner scanner = new MsgpackRequestScanner(JSON, CAP);

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.disaggusage.extproc.testing.fuzz.FuzzInput;
 import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
 
@@ -25,15 +24,7 @@ class MsgpackRequestScannerFuzzTest {
   }
 
   static RequestFacts scan(byte[] body, int capture, Random rnd) {
-    MsgpackRequestScanner scanner = new MsgpackRequestScanner(RequestBodyScannerFuzzTest.JSON, capture);
-    int i = 0;
-    while (i < body.length) {
-      int n = rnd == null ? body.length : Math.min(body.length - i, rnd.nextInt(3) == 0 ? 1 : 1 + rnd.nextInt(97));
-      scanner.feed(ByteBuffer.wrap(body, i, n).slice().asReadOnlyBuffer());
-      i += n;
-    }
-    scanner.end();
-    return scanner.facts();
+    return RequestBodyScannerFuzzTest.read(new MsgpackRequestScanner(RequestBodyScannerFuzzTest.JSON, capture), body, rnd);
   }
 
   static void check(byte[] body, int capture, Random rnd) {

@@ -18,8 +18,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -41,15 +41,16 @@ class TrtMsgpackScenarioTest {
           "x-trtllm-step-metrics", "server-step-0-forward;dur=2.100000, server-step-0-sample;dur=0.400000",
           "x-trtllm-ctx-chunk-metrics", "server-ctx-chunk-0-forward;dur=4.200000");
 
-  ServiceUnderTest service;
+  /** One service for the class: every flow drains what it stores, and counts are read as deltas. */
+  static ServiceUnderTest service;
 
-  @BeforeEach
-  void start() throws Exception {
+  @BeforeAll
+  static void startOnce() throws Exception {
     service = new ServiceUnderTest(ServiceUnderTest.testConfig());
   }
 
-  @AfterEach
-  void stop() throws Exception {
+  @AfterAll
+  static void stopOnce() throws Exception {
     service.close();
   }
 
@@ -84,7 +85,7 @@ class TrtMsgpackScenarioTest {
   }
 
   /** Runs a vector in its order; returns {context, generation} (context null when carried). */
-  ExchangeResult[] run(Vector v, Chunking generationResponse) {
+  static ExchangeResult[] run(Vector v, Chunking generationResponse) {
     Exchange.Builder gen = exchange(v.generation(), generationResponse);
     if (v.order() == Order.CARRIED) {
       return new ExchangeResult[] {null, Flows.run(service.envoy, gen)};
@@ -124,12 +125,13 @@ class TrtMsgpackScenarioTest {
   @Test
   void responsesApiHandoffAtTheTopLevelJoinsTheLegs() throws Exception {
     Vector json = ScenarioVectors.trtResponsesHandoff();
+    long rewritten = service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN);
     for (Vector v : new Vector[] {json, msgpackVector(json, Style.COMPACT)}) {
       ExchangeResult[] r = run(v, Chunking.fixed(64));
       assertThat(r[1].clientResponse().body()).as(v.name()).isEqualTo(v.expectedGeneration());
       assertThat(OpenAiClientView.responseStream(r[1].clientResponse().bodyUtf8())).isEqualTo(new ClientUsage(98, 32L, 8, 106));
     }
-    assertThat(service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(2);
+    assertThat(service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(rewritten + 2);
   }
 
   static Vector msgpackVector(Vector v, Style style) {
@@ -212,7 +214,7 @@ class TrtMsgpackScenarioTest {
     byte[][][] pairs = {
       {utf8(json), utf8("[" + json + "]")}, // JSON behind the MessagePack header: not a map at all
       // Cut after request_type was read, before the id: in both encodings the phase is known, the key not.
-      {Arrays.copyOf(msgpack, indexOf(msgpack, "ctx_request_id") - 1), utf8(json.substring(0, json.indexOf(",\"ctx_request_id\"")))},
+      {Arrays.copyOf(msgpack, MsgpackBodies.indexOf(msgpack, "ctx_request_id") - 1), utf8(json.substring(0, json.indexOf(",\"ctx_request_id\"")))},
     };
     Phase[] phases = {Phase.NONE, Phase.GENERATION};
     Outcome[] outcomes = {Outcome.NOT_DISAGGREGATED, Outcome.PASSTHROUGH_NO_CONTEXT};
@@ -253,7 +255,7 @@ class TrtMsgpackScenarioTest {
   }
 
   /** Exchange counts by every phase and outcome, in a fixed order. */
-  long[] counts() {
+  static long[] counts() {
     return Arrays.stream(Phase.values())
         .flatMap(p -> Arrays.stream(Outcome.values()).map(o -> service.metrics.exchangeCount(p, o)))
         .mapToLong(Number::longValue)
@@ -264,16 +266,6 @@ class TrtMsgpackScenarioTest {
     long[] d = new long[a.length];
     Arrays.setAll(d, i -> b[i] - a[i]);
     return d;
-  }
-
-  static int indexOf(byte[] haystack, String needle) {
-    byte[] n = utf8(needle);
-    for (int i = 0; i + n.length <= haystack.length; i++) {
-      if (Arrays.equals(haystack, i, i + n.length, n, 0, n.length)) {
-        return i;
-      }
-    }
-    throw new AssertionError(needle);
   }
 
   static byte[] utf8(String s) {

@@ -8,7 +8,6 @@ import io.disaggusage.extproc.sse.SseItem;
 import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
 import io.disaggusage.extproc.testing.msgpack.MsgpackBodies.Style;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,8 +16,6 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.msgpack.core.MessageBufferPacker;
-import org.msgpack.core.MessagePack;
 
 /**
  * The seed corpora of the fuzz tests, generated from the engine vectors ({@link ScenarioVectors}) plus
@@ -173,11 +170,11 @@ public final class FuzzCorpus {
         Style.COMPACT);
     m.put(MSGPACK_SCANNER + "truncated", FuzzInput.seed(Arrays.copyOf(trt, trt.length - 5), 1, 0, 0, 0, 3));
     m.put(MSGPACK_SCANNER + "trailing-byte", FuzzInput.seed(concat(trt, new byte[] {(byte) 0xc0}), 0, 0, 0, 0, 4));
-    m.put(MSGPACK_SCANNER + "never-used-byte", FuzzInput.seed(packed(p -> p.packMapHeader(1).packString("a")
+    m.put(MSGPACK_SCANNER + "never-used-byte", FuzzInput.seed(MsgpackBodies.pack(p -> p.packMapHeader(1).packString("a")
         .writePayload(new byte[] {(byte) 0xc1})), 0, 0, 0, 0, 5));
-    m.put(MSGPACK_SCANNER + "integer-key", FuzzInput.seed(packed(p -> p.packMapHeader(2).packInt(1).packInt(2)
+    m.put(MSGPACK_SCANNER + "integer-key", FuzzInput.seed(MsgpackBodies.pack(p -> p.packMapHeader(2).packInt(1).packInt(2)
         .packString("model").packString("m")), 0, 0, 0, 0, 6));
-    m.put(MSGPACK_SCANNER + "bin-and-ext", FuzzInput.seed(packed(p -> {
+    m.put(MSGPACK_SCANNER + "bin-and-ext", FuzzInput.seed(MsgpackBodies.pack(p -> {
       p.packMapHeader(3).packString("model").packBinaryHeader(2).writePayload(new byte[] {'m', 0});
       p.packString("x").packExtensionTypeHeader((byte) 5, 16).writePayload(new byte[16]);
       p.packString("disaggregated_params").packMapHeader(2).packString("request_type").packString("context_only");
@@ -186,18 +183,6 @@ public final class FuzzCorpus {
     return m;
   }
 
-  interface Packing {
-    void write(MessageBufferPacker p) throws IOException;
-  }
-
-  static byte[] packed(Packing packing) {
-    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
-      packing.write(p);
-      return p.toByteArray();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 
   /** Index among the vectors ExchangeStreamFuzzTest draws from (JSON context legs). */
   private static int vectorIndex(Vector v) {

@@ -11,6 +11,7 @@ import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessagePack;
@@ -161,6 +162,33 @@ public final class MsgpackBodies {
     } else {
       out.packDouble(d);
     }
+  }
+
+  /** Writes a document by hand with a packer. */
+  @FunctionalInterface
+  public interface Packing {
+    void write(MessageBufferPacker p) throws IOException;
+  }
+
+  /** The bytes a hand-written document packs to. */
+  public static byte[] pack(Packing packing) {
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      packing.write(p);
+      return p.toByteArray();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Where {@code text}'s UTF-8 bytes first start in an encoded body (a name's or string's payload). */
+  public static int indexOf(byte[] body, String text) {
+    byte[] t = text.getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i + t.length <= body.length; i++) {
+      if (Arrays.equals(body, i, i + t.length, t, 0, t.length)) {
+        return i;
+      }
+    }
+    throw new IllegalArgumentException("not in the body: " + text);
   }
 
   /** A format byte and a big-endian value of {@code bytes} bytes. */
