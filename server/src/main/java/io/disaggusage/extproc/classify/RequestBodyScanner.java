@@ -1,56 +1,33 @@
 package io.disaggusage.extproc.classify;
 
 import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.async.ByteBufferFeeder;
-import io.disaggusage.extproc.usage.ContextUsage;
-import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageRule;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * Reads the classification facts out of a request body as its chunks arrive, with Jackson's
+ * Reads the classification facts out of a JSON request body as its chunks arrive, with Jackson's
  * non-blocking parser: the body is never held, only the values of interest are (plus whatever single
- * token Jackson is in the middle of). Only the top two levels are examined; the one object captured
- * whole is TensorRT-LLM's {@code disaggregated_params.ctx_usage}, bounded by {@code maxCaptureBytes}.
+ * token Jackson is in the middle of). Only the top two levels are examined ({@link
+ * RequestFactsBuilder}); the one object captured whole is TensorRT-LLM's {@code
+ * disaggregated_params.ctx_usage}, bounded by {@code maxCaptureBytes}.
  */
-public final class RequestBodyScanner {
+public final class RequestBodyScanner implements RequestBodyReader {
   private final JsonFactory factory;
   private final int maxCaptureBytes;
   private final JsonParser parser;
   private final ByteBufferFeeder feeder;
 
-  private int depth;
-  private String field1;
-  private String field2;
+  private final RequestFactsBuilder facts;
   private boolean malformed;
   /** Lexer state across chunks: inside a string, after a backslash in one, a comma held back. */
   private boolean inString;
   private boolean escaped;
   private boolean heldComma;
-  private boolean rootDone;
   private boolean finished;
-
-  private String model;
-  private Boolean stream;
-  private String requestType;
-  private String disaggRequestId;
-  private String ctxRequestId;
-  private String scheduleStyle;
-  private ContextUsage ctxUsage;
-  private boolean remoteDecode;
-  private boolean remotePrefill;
-  private String bootstrapRoom;
-  private String bootstrapHost;
-  private boolean bootstrapBatched;
-
-  private ByteArrayOutputStream captured;
-  private JsonGenerator capture;
-  private int captureDepth;
+  private CtxUsageCapture capture;
 
   public RequestBodyScanner(JsonFactory factory, int maxCaptureBytes) {
     this.factory = factory;
@@ -61,6 +38,7 @@ public final class RequestBodyScanner {
       throw new IllegalStateException("Jackson non-blocking parser unavailable", e);
     }
     this.feeder = (ByteBufferFeeder) parser.getNonBlockingInputFeeder();
+    this.facts = new RequestFactsBuilder(factory);
   }
 
   /**
@@ -73,6 +51,7 @@ public final class RequestBodyScanner {
    * minimal lexer (strings and escapes only) tells string content from structure; it agrees with the
    * parser on every prefix the parser accepts.
    */
+  @Override
   public void feed(ByteBuffer chunk) {
     if (malformed || finished || !chunk.hasRemaining()) {
       return;
@@ -141,7 +120,7 @@ public final class RequestBodyScanner {
     drain();
   }
 
-  /** The body ended. */
+  @Override
   public void end() {
     if (finished) {
       return;
@@ -158,7 +137,7 @@ public final class RequestBodyScanner {
       }
       feeder.endOfInput();
       drain();
-      if (depth != 0) {
+      if (facts.depth() != 0) {
         malformed = true;
       }
     } catch (IOException | RuntimeException e) {
@@ -166,21 +145,9 @@ public final class RequestBodyScanner {
     }
   }
 
+  @Override
   public RequestFacts facts() {
-    return new RequestFacts(
-        model,
-        stream,
-        requestType,
-        disaggRequestId,
-        ctxRequestId,
-        scheduleStyle,
-        ctxUsage,
-        remoteDecode,
-        remotePrefill,
-        bootstrapRoom,
-        bootstrapHost,
-        bootstrapBatched,
-        malformed);
+    return facts.facts(malformed);
   }
 
   private void drain() throws IOException {
@@ -188,126 +155,55 @@ public final class RequestBodyScanner {
     while ((token = parser.nextToken()) != null && token != JsonToken.NOT_AVAILABLE) {
       if (capture != null) {
         capturing(token);
-        continue;
       }
       switch (token) {
         case START_OBJECT, START_ARRAY -> {
-          if (depth == 0 && (token != JsonToken.START_OBJECT || rootDone)) {
+          RequestFactsBuilder.Open open = facts.open(token == JsonToken.START_OBJECT);
+          if (open == RequestFactsBuilder.Open.REFUSED) {
             malformed = true;
             finished = true;
             return;
           }
-          if (depth == 1 && token == JsonToken.START_ARRAY && "bootstrap_room".equals(field1)) {
-            bootstrapBatched = true;
-          }
-          if (depth == 2
-              && token == JsonToken.START_OBJECT
-              && "disaggregated_params".equals(field1)
-              && "ctx_usage".equals(field2)) {
-            startCapture();
-          }
-          depth++;
-        }
-        case END_OBJECT, END_ARRAY -> {
-          depth--;
-          rootDone = depth == 0;
-        }
-        case FIELD_NAME -> {
-          if (depth == 1) {
-            field1 = parser.currentName();
-            field2 = null;
-          } else if (depth == 2) {
-            field2 = parser.currentName();
+          if (open == RequestFactsBuilder.Open.CTX_USAGE) {
+            capture = new CtxUsageCapture(factory, maxCaptureBytes);
           }
         }
+        case END_OBJECT, END_ARRAY -> facts.close();
+        case FIELD_NAME -> facts.name(parser.currentName());
         default -> {
-          if (depth == 0) {
+          if (!facts.scalar(kind(token), facts.wantsText() ? parser.getText() : null)) {
             malformed = true; // a scalar at the top level: not a JSON object body
             finished = true;
             return;
           }
-          scalar(token);
         }
       }
     }
   }
 
-  private void scalar(JsonToken token) throws IOException {
-    if (depth == 1) {
-      switch (field1) {
-        case "model" -> model = token == JsonToken.VALUE_STRING ? parser.getText() : null;
-        case "stream" -> stream = token == JsonToken.VALUE_TRUE ? Boolean.TRUE : token == JsonToken.VALUE_FALSE ? Boolean.FALSE : null;
-        case "bootstrap_room" -> bootstrapRoom = idText(token);
-        case "bootstrap_host" -> bootstrapHost = token == JsonToken.VALUE_STRING ? parser.getText() : null;
-        default -> {}
-      }
-    } else if (depth == 2 && field2 != null) {
-      if ("disaggregated_params".equals(field1)) {
-        switch (field2) {
-          case "request_type" -> requestType = token == JsonToken.VALUE_STRING ? parser.getText() : null;
-          case "disagg_request_id" -> disaggRequestId = idText(token);
-          case "ctx_request_id" -> ctxRequestId = idText(token);
-          case "schedule_style" -> scheduleStyle = idText(token);
-          default -> {}
-        }
-      } else if ("kv_transfer_params".equals(field1)) {
-        switch (field2) {
-          case "do_remote_decode" -> remoteDecode = token == JsonToken.VALUE_TRUE;
-          case "do_remote_prefill" -> remotePrefill = token == JsonToken.VALUE_TRUE;
-          default -> {}
-        }
-      }
-    }
-  }
-
-  /** Integer ids keep their exact decimal spelling; string ids their text; anything else is no id. */
-  private String idText(JsonToken token) throws IOException {
-    return token == JsonToken.VALUE_NUMBER_INT || token == JsonToken.VALUE_STRING
-        ? parser.getText()
-        : null;
-  }
-
-  private void startCapture() throws IOException {
-    captured = new ByteArrayOutputStream(256);
-    capture = factory.createGenerator(captured);
-    capture.writeStartObject();
-    captureDepth = 1;
+  private static RequestFactsBuilder.Kind kind(JsonToken token) {
+    return switch (token) {
+      case VALUE_STRING -> RequestFactsBuilder.Kind.STRING;
+      case VALUE_NUMBER_INT -> RequestFactsBuilder.Kind.INTEGER;
+      case VALUE_TRUE -> RequestFactsBuilder.Kind.TRUE;
+      case VALUE_FALSE -> RequestFactsBuilder.Kind.FALSE;
+      default -> RequestFactsBuilder.Kind.OTHER;
+    };
   }
 
   private void capturing(JsonToken token) throws IOException {
-    capture.copyCurrentEvent(parser);
-    if (token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY) {
-      captureDepth++;
-    } else if (token == JsonToken.END_OBJECT || token == JsonToken.END_ARRAY) {
-      captureDepth--;
-    }
-    capture.flush();
-    if (captured.size() > maxCaptureBytes) {
-      // Too large to be a usage object: stop capturing, keep counting the levels still open.
-      capture = null;
-      captured = null;
-      depth = 2 + captureDepth;
-      return;
-    }
-    if (captureDepth == 0) {
-      depth = 2;
-      capture.close();
-      ctxUsage = parseCtxUsage(captured.toByteArray());
-      capture = null;
-      captured = null;
-    }
-  }
-
-  private ContextUsage parseCtxUsage(byte[] usageJson) {
-    byte[] doc = new byte[usageJson.length + 10];
-    System.arraycopy("{\"usage\":".getBytes(), 0, doc, 0, 9);
-    System.arraycopy(usageJson, 0, doc, 9, usageJson.length);
-    doc[doc.length - 1] = '}';
-    try {
-      var parsed = UsageDocument.parse(factory, doc);
-      return parsed.usage() == null ? null : UsageRule.context(parsed.usage(), doc).orElse(null);
-    } catch (UsageDocument.MalformedException e) {
-      return null;
+    capture.generator().copyCurrentEvent(parser);
+    int change =
+        token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY
+            ? 1
+            : token == JsonToken.END_OBJECT || token == JsonToken.END_ARRAY ? -1 : 0;
+    switch (capture.wrote(change)) {
+      case DONE -> {
+        facts.ctxUsage(capture.json());
+        capture = null;
+      }
+      case OVERSIZE -> capture = null; // too large to be a usage object; the scan goes on
+      case MORE -> {}
     }
   }
 }

@@ -5,7 +5,7 @@ import com.google.protobuf.Struct;
 import io.disaggusage.extproc.classify.Classification;
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.Ordering;
-import io.disaggusage.extproc.classify.RequestBodyScanner;
+import io.disaggusage.extproc.classify.RequestBodyReader;
 import io.disaggusage.extproc.classify.RequestFacts;
 import io.disaggusage.extproc.classify.RequestHead;
 import io.disaggusage.extproc.exchange.Bytes;
@@ -75,7 +75,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private boolean abandoned;
 
   private RequestHead head;
-  private RequestBodyScanner scanner;
+  private RequestBodyReader scanner;
   private boolean readingRequestBody;
   private boolean requestEnded;
   private Classification classification;
@@ -189,7 +189,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
             : null;
     readingRequestBody = !headers.getEndOfStream() && services.classifier().needsBody(head);
     if (readingRequestBody) {
-      scanner = new RequestBodyScanner(services.json(), services.config().limits().maxUsageBytes());
+      scanner = RequestBodyReader.forRequest(head, services.json(), services.config().limits().maxUsageBytes());
     } else {
       requestEnded = true;
       classify(RequestFacts.NONE);

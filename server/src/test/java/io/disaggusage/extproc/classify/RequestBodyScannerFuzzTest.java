@@ -27,16 +27,20 @@ class RequestBodyScannerFuzzTest {
   }
 
   static RequestFacts scan(byte[] body, int capture, Random rnd) {
-    RequestBodyScanner scanner = new RequestBodyScanner(JSON, capture);
+    return read(new RequestBodyScanner(JSON, capture), body, rnd);
+  }
+
+  /** Feeds {@code body} to {@code reader} whole ({@code rnd} null) or in random chunks, 1-byte ones often. */
+  static RequestFacts read(RequestBodyReader reader, byte[] body, Random rnd) {
     int i = 0;
     while (i < body.length) {
       int n = rnd == null ? body.length : Math.min(body.length - i, rnd.nextInt(3) == 0 ? 1 : 1 + rnd.nextInt(97));
       // Envoy hands the service read-only protobuf buffers: feed the same kind.
-      scanner.feed(ByteBuffer.wrap(body, i, n).slice().asReadOnlyBuffer());
+      reader.feed(ByteBuffer.wrap(body, i, n).slice().asReadOnlyBuffer());
       i += n;
     }
-    scanner.end();
-    return scanner.facts();
+    reader.end();
+    return reader.facts();
   }
 
   static void check(byte[] body, int capture, Random rnd) {

@@ -6,6 +6,7 @@ import io.disaggusage.extproc.usage.UsageDocument;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -13,7 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** The request-body scanner gives the same facts for every chunking of a body. */
 class RequestBodyScannerTest {
-  private static final String TRT_GEN =
+  static final String TRT_GEN =
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"say \\\"disaggregated_params\\\"\"}],"
           + "\"stream\":true,\"disaggregated_params\":{\"request_type\":\"generation_only\","
           + "\"first_gen_tokens\":[7],\"ctx_request_id\":9223372036854775807,"
@@ -21,6 +22,25 @@ class RequestBodyScannerTest {
           + "\"ctx_usage\":{\"prompt_tokens\":10,\"completion_tokens\":1,\"total_tokens\":11,"
           + "\"prompt_tokens_details\":{\"cached_tokens\":4,\"audio_tokens\":null}},"
           + "\"encoded_opaque_state\":\"abc\"}}";
+
+  static final String VLLM_PREFILL =
+      "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,\"remote_engine_id\":null},\"max_tokens\":1}";
+  static final String SGLANG_ROOM =
+      "{\"bootstrap_host\":\"10.0.0.1\",\"bootstrap_port\":null,\"bootstrap_room\":9007199254740993}";
+  static final String SGLANG_BATCH = "{\"bootstrap_room\":[1,2],\"bootstrap_host\":[\"a\",\"b\"]}";
+  static final String NESTED_LOOKALIKES =
+      "{\"messages\":[{\"disaggregated_params\":{\"request_type\":\"context_only\"}}],"
+          + "\"extra\":{\"kv_transfer_params\":{\"do_remote_decode\":true}}}";
+  static final String OVERSIZE_CTX_USAGE =
+      "{\"disaggregated_params\":{\"ctx_usage\":{\"prompt_tokens\":1,\"pad\":\""
+          + "x".repeat(200)
+          + "\",\"n\":{\"a\":[1,2]}},\"request_type\":\"generation_only\",\"ctx_request_id\":5},\"model\":\"after\"}";
+  static final String COMMA_IN_STRING = "{\"model\":\"a,  b\",\"stream\":true}";
+
+  /** The well-formed bodies these tests use (the MessagePack reader must give the same facts for them). */
+  static List<String> wellFormedBodies() {
+    return List.of(TRT_GEN, VLLM_PREFILL, SGLANG_ROOM, SGLANG_BATCH, NESTED_LOOKALIKES, OVERSIZE_CTX_USAGE, COMMA_IN_STRING);
+  }
 
   static RequestFacts scan(String body, int[] splits) {
     RequestBodyScanner s = new RequestBodyScanner(UsageDocument.newFactory(1 << 20), 64 * 1024);
@@ -68,44 +88,29 @@ class RequestBodyScannerTest {
 
   @Test
   void vllmMarkersAndSglangRoom() {
-    RequestFacts p =
-        scan(
-            "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,\"remote_engine_id\":null},\"max_tokens\":1}",
-            new int[] {5});
+    RequestFacts p = scan(VLLM_PREFILL, new int[] {5});
     assertThat(p.remoteDecode()).isTrue();
     assertThat(p.remotePrefill()).isFalse();
-    RequestFacts s =
-        scan(
-            "{\"bootstrap_host\":\"10.0.0.1\",\"bootstrap_port\":null,\"bootstrap_room\":9007199254740993}",
-            new int[0]);
+    RequestFacts s = scan(SGLANG_ROOM, new int[0]);
     assertThat(s.bootstrapRoom()).isEqualTo("9007199254740993");
     assertThat(s.bootstrapHost()).isEqualTo("10.0.0.1");
     assertThat(s.bootstrapBatched()).isFalse();
-    RequestFacts batch = scan("{\"bootstrap_room\":[1,2],\"bootstrap_host\":[\"a\",\"b\"]}", new int[0]);
+    RequestFacts batch = scan(SGLANG_BATCH, new int[0]);
     assertThat(batch.bootstrapBatched()).isTrue();
     assertThat(batch.bootstrapRoom()).isNull();
   }
 
   @Test
   void nestedLookalikesAreIgnored() {
-    RequestFacts f =
-        scan(
-            "{\"messages\":[{\"disaggregated_params\":{\"request_type\":\"context_only\"}}],"
-                + "\"extra\":{\"kv_transfer_params\":{\"do_remote_decode\":true}}}",
-            new int[0]);
+    RequestFacts f = scan(NESTED_LOOKALIKES, new int[0]);
     assertThat(f.trtRequestType()).isNull();
     assertThat(f.remoteDecode()).isFalse();
   }
 
   @Test
   void oversizeCtxUsageIsDroppedButScanningContinues() {
-    String big = "x".repeat(200);
-    String body =
-        "{\"disaggregated_params\":{\"ctx_usage\":{\"prompt_tokens\":1,\"pad\":\""
-            + big
-            + "\",\"n\":{\"a\":[1,2]}},\"request_type\":\"generation_only\",\"ctx_request_id\":5},\"model\":\"after\"}";
     RequestBodyScanner s = new RequestBodyScanner(UsageDocument.newFactory(1 << 20), 64);
-    s.feed(ByteBuffer.wrap(body.getBytes(StandardCharsets.UTF_8)));
+    s.feed(ByteBuffer.wrap(OVERSIZE_CTX_USAGE.getBytes(StandardCharsets.UTF_8)));
     s.end();
     RequestFacts f = s.facts();
     assertThat(f.trtCtxUsage()).isNull();
@@ -133,7 +138,7 @@ class RequestBodyScannerTest {
           "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true},}",
           "{\"model\":\"m\", \n\t}",
           "{\"kv_transfer_params\":{\"do_remote_decode\":true,  }}",
-          "{\"model\":\"a,  b\",\"stream\":true}"
+          COMMA_IN_STRING
         }) {
       RequestFacts whole = scan(body, new int[0]);
       for (int k = 1; k < body.length(); k++) {

@@ -54,10 +54,16 @@ class ChunkInvarianceTest {
     timer.shutdownNow();
   }
 
+  /**
+   * Every engine vector, the TensorRT-LLM ones again with MessagePack request bodies, and the
+   * Anthropic Messages ones.
+   */
   static List<Vector> vectors() {
-    List<Vector> all = new ArrayList<>(ScenarioVectors.all());
-    all.addAll(ScenarioVectors.messages());
-    return all;
+    List<Vector> vectors = new ArrayList<>(ScenarioVectors.all());
+    vectors.add(ScenarioVectors.trtResponsesHandoff());
+    vectors.addAll(ScenarioVectors.trtMsgpack());
+    vectors.addAll(ScenarioVectors.messages());
+    return vectors;
   }
 
   void check(Vector v, Splits splits, String what) {

@@ -7,10 +7,12 @@ import static io.disaggusage.extproc.scenario.EngineScenarioTest.trtRequest;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.vllmDecode;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.vllmPrefill;
 
+import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -299,5 +301,68 @@ public final class ScenarioVectors {
                 "x-request-id", "m-3", "x-disagg-order", "concurrent"),
             leg(path, MessagesScenarioTest.request(false, true), sse, stream, "x-request-id", "m-3", "x-disagg-order", "concurrent"),
             expectedStream));
+  }
+
+  /** The context worker's own request id, which differs from the orchestrator's disagg_request_id. */
+  static final String TRT_CTX_WORKER_ID = "2748779069441230001";
+
+  /**
+   * TensorRT-LLM's Responses API hand-off: the context response has no {@code choices}, so its
+   * {@code disaggregated_params} sit at the top level. The generation request names the context
+   * worker's {@code ctx_request_id} (and, as after a retried context call, another
+   * {@code disagg_request_id}), so only the id read from the context response can join the two.
+   */
+  public static Vector trtResponsesHandoff() {
+    String respGen = "{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98},\"output_tokens_details\":{\"reasoning_tokens\":3}}";
+    String respCtx = "{\"input_tokens\":98,\"output_tokens\":1,\"total_tokens\":99,\"input_tokens_details\":{\"cached_tokens\":32},\"output_tokens_details\":{\"reasoning_tokens\":0}}";
+    String request = "{\"model\":\"" + Wire.MODEL + "\",\"input\":\"capital of France?\",\"max_output_tokens\":32,\"store\":false";
+    String ctxResponse =
+        "{\"id\":\"resp_ctx\",\"object\":\"response\",\"created_at\":1764400000,\"status\":\"incomplete\",\"model\":\""
+            + Wire.MODEL + "\",\"output\":[],\"finish_reason\":\"length\",\"prompt_token_ids\":[1,2,3],\"usage\":" + respCtx
+            + ",\"disaggregated_params\":{\"request_type\":\"context_only\",\"first_gen_tokens\":[12366],\"ctx_request_id\":"
+            + TRT_CTX_WORKER_ID + ",\"disagg_request_id\":" + TRT_ID + ",\"encoded_opaque_state\":\"b3BhcXVl\"}}";
+    String stream = Wire.responseStream(respGen);
+    return vector("trtResponsesHandoff", Order.CONTEXT_FIRST,
+        leg("/v1/responses", request + ",\"disaggregated_params\":{\"request_type\":\"context_only\",\"disagg_request_id\":" + TRT_ID
+            + ",\"schedule_style\":0}}", "application/json", ctxResponse),
+        leg("/v1/responses", request + ",\"stream\":true,\"prompt_token_ids\":[1,2,3],\"disaggregated_params\":{\"request_type\":"
+            + "\"generation_only\",\"first_gen_tokens\":[12366],\"ctx_request_id\":" + TRT_CTX_WORKER_ID + ",\"disagg_request_id\":"
+            + TRT_RETRY_ID + ",\"encoded_opaque_state\":\"b3BhcXVl\",\"schedule_style\":0}}", "text/event-stream", stream),
+        stream.replace("{\"cached_tokens\":98}", "{\"cached_tokens\":32}"));
+  }
+
+  /**
+   * The TensorRT-LLM vectors (and {@link #trtResponsesHandoff}) as an orchestrator since PR #16873
+   * sends them: every request body in MessagePack, announced by {@code X-TRTLLM-Msgpack: 1} while the
+   * content type stays {@code application/json}. The header spellings of the vectors take turns, so
+   * together they use every header format.
+   */
+  public static List<Vector> trtMsgpack() {
+    List<Vector> trt = new ArrayList<>();
+    for (Vector v : all()) {
+      if (v.name().startsWith("trt")) {
+        trt.add(v);
+      }
+    }
+    trt.add(trtResponsesHandoff());
+    List<Vector> out = new ArrayList<>();
+    for (int i = 0; i < trt.size(); i++) {
+      Vector v = trt.get(i);
+      MsgpackBodies.Style style = MsgpackBodies.Style.values()[i % MsgpackBodies.Style.values().length];
+      out.add(new Vector(v.name() + "-msgpack-" + style.name().toLowerCase(Locale.ROOT), v.order(),
+          msgpack(v.context(), style), msgpack(v.generation(), style), v.expectedGeneration()));
+    }
+    return List.copyOf(out);
+  }
+
+  /** The leg with its request body in MessagePack, as TensorRT-LLM's orchestrator sends it. */
+  public static Leg msgpack(Leg leg, MsgpackBodies.Style style) {
+    if (leg == null) {
+      return null;
+    }
+    Map<String, String> headers = new LinkedHashMap<>(leg.requestHeaders());
+    headers.put("X-TRTLLM-Msgpack", "1"); // as TensorRT-LLM spells it; header names are case-insensitive
+    return new Leg(leg.path(), Map.copyOf(headers), leg.cluster(), MsgpackBodies.fromJson(leg.requestBody(), style),
+        leg.contentType(), leg.responseBody());
   }
 }

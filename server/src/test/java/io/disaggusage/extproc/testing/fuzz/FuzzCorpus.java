@@ -5,11 +5,14 @@ import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
 import io.disaggusage.extproc.sse.SseEvent;
 import io.disaggusage.extproc.sse.SseFramer;
 import io.disaggusage.extproc.sse.SseItem;
+import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
+import io.disaggusage.extproc.testing.msgpack.MsgpackBodies.Style;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,7 +21,8 @@ import java.util.Map;
  * The seed corpora of the fuzz tests, generated from the engine vectors ({@link ScenarioVectors}) plus
  * the bad inputs the reliability work lists (invalid UTF-8, deep nesting, duplicate {@code usage}
  * keys, numbers as strings, negative, huge and float counts, {@code usage: null}, truncated JSON, long
- * {@code data:} lines, NUL bytes, CR-only line ends, a BOM). Jazzer reads them from
+ * {@code data:} lines, NUL bytes, CR-only line ends, a BOM), and the request reader's seeds spelled as
+ * MessagePack with bodies only MessagePack has. Jazzer reads them from
  * {@code src/test/resources/<package>/<Class>Inputs/<method>/}; {@code FuzzCorpusTest} fails when the
  * committed files differ from what this class generates, and {@code main} rewrites them:
  * {@code java -cp <test classpath> io.disaggusage.extproc.testing.fuzz.FuzzCorpus server/src/test/resources}.
@@ -32,6 +36,8 @@ public final class FuzzCorpus {
   static final String SCANNER = "io/disaggusage/extproc/classify/RequestBodyScannerFuzzTestInputs/factsDoNotDependOnChunking/";
   static final String EXCHANGE = "io/disaggusage/extproc/extproc/ExchangeStreamFuzzTestInputs/generationBodyIsRewrittenOrUntouched/";
   static final String MESSAGES = "io/disaggusage/extproc/extproc/ExchangeMessagesFuzzTestInputs/arbitraryMessageSequences/";
+  static final String MSGPACK_SCANNER =
+      "io/disaggusage/extproc/classify/MsgpackRequestScannerFuzzTestInputs/factsAreChunkInvariantAndTheJsonReaders/";
 
   static final String USAGE = "{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}";
 
@@ -132,8 +138,51 @@ public final class FuzzCorpus {
     seeds.put(SCANNER + "sglang-batched", utf8("{\"bootstrap_host\":\"h\",\"bootstrap_room\":[1,2],\"kv_transfer_params\":{\"do_remote_prefill\":true}}"));
     seeds.put(SCANNER + "nested-look-alikes", utf8("{\"messages\":[{\"disaggregated_params\":{\"request_type\":\"context_only\"}}],\"kv_transfer_params\":[]}"));
     messageSequences().forEach((name, ops) -> seeds.put(MESSAGES + name, ops));
+    seeds.putAll(msgpackScannerSeeds(seeds));
     return seeds;
   }
+
+  /**
+   * The JSON request reader's seeds spelled as MessagePack in turn in each {@link Style} (those that are
+   * one JSON document MessagePack can spell), and bodies only MessagePack has: bin and ext values, a
+   * non-string key, the never-used byte, a truncated body, a byte after the root map.
+   */
+  static Map<String, byte[]> msgpackScannerSeeds(Map<String, byte[]> seeds) {
+    Map<String, byte[]> m = new LinkedHashMap<>();
+    int i = 0;
+    for (Map.Entry<String, byte[]> e : seeds.entrySet()) {
+      if (!e.getKey().startsWith(SCANNER)) {
+        continue;
+      }
+      byte[] json = new FuzzInput(e.getValue()).document();
+      Style style = Style.values()[i % Style.values().length];
+      try {
+        m.put(MSGPACK_SCANNER + e.getKey().substring(SCANNER.length()),
+            FuzzInput.seed(MsgpackBodies.fromJson(json, style), i, 0, 0, 0, 7 + i));
+      } catch (RuntimeException noMsgpackSpelling) {
+        continue; // malformed JSON, or integers beyond MessagePack's range
+      }
+      i++;
+    }
+    byte[] trt = MsgpackBodies.fromJson(
+        "{\"model\":\"m\",\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":2748779069441234567,"
+            + "\"ctx_usage\":{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":4}}},\"stream\":true}",
+        Style.COMPACT);
+    m.put(MSGPACK_SCANNER + "truncated", FuzzInput.seed(Arrays.copyOf(trt, trt.length - 5), 1, 0, 0, 0, 3));
+    m.put(MSGPACK_SCANNER + "trailing-byte", FuzzInput.seed(concat(trt, new byte[] {(byte) 0xc0}), 0, 0, 0, 0, 4));
+    m.put(MSGPACK_SCANNER + "never-used-byte", FuzzInput.seed(MsgpackBodies.pack(p -> p.packMapHeader(1).packString("a")
+        .writePayload(new byte[] {(byte) 0xc1})), 0, 0, 0, 0, 5));
+    m.put(MSGPACK_SCANNER + "integer-key", FuzzInput.seed(MsgpackBodies.pack(p -> p.packMapHeader(2).packInt(1).packInt(2)
+        .packString("model").packString("m")), 0, 0, 0, 0, 6));
+    m.put(MSGPACK_SCANNER + "bin-and-ext", FuzzInput.seed(MsgpackBodies.pack(p -> {
+      p.packMapHeader(3).packString("model").packBinaryHeader(2).writePayload(new byte[] {'m', 0});
+      p.packString("x").packExtensionTypeHeader((byte) 5, 16).writePayload(new byte[16]);
+      p.packString("disaggregated_params").packMapHeader(2).packString("request_type").packString("context_only");
+      p.packString("ctx_usage").packMapHeader(1).packString("prompt_tokens").packBinaryHeader(1).writePayload(new byte[] {1});
+    }), 2, 0, 0, 0, 8));
+    return m;
+  }
+
 
   /** Index among the vectors ExchangeStreamFuzzTest draws from (JSON context legs). */
   private static int vectorIndex(Vector v) {
