@@ -118,7 +118,9 @@ public final class ExchangeClassifier {
     if (!keys.isEmpty()) {
       return keys;
     }
-    if (facts.bootstrapRoom() != null && !facts.bootstrapBatched()) {
+    // A bootstrap_room array (n>1, batches) arrives as a digest of the whole array: both legs carry
+    // the same body, and each leg's usage covers the whole request, so the rule applies unchanged.
+    if (facts.bootstrapRoom() != null) {
       String host = facts.bootstrapHost() == null ? "" : facts.bootstrapHost();
       add(keys, Source.SGLANG, host + "|" + facts.bootstrapRoom());
       if (!keys.isEmpty()) {

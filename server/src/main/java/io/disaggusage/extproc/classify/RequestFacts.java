@@ -16,8 +16,9 @@ import io.disaggusage.extproc.usage.ContextUsage;
  * @param trtCtxUsage {@code disaggregated_params.ctx_usage}: the context usage, carried in the request
  * @param remoteDecode vLLM {@code kv_transfer_params.do_remote_decode} is {@code true} (context leg)
  * @param remotePrefill vLLM {@code kv_transfer_params.do_remote_prefill} is {@code true} (generation)
- * @param bootstrapRoom SGLang {@code bootstrap_room} (a single integer; arrays are not keys)
- * @param bootstrapHost SGLang {@code bootstrap_host}
+ * @param bootstrapRoom SGLang {@code bootstrap_room}: the id, or for an array (n>1 or a batch) a
+ *     digest of all its elements, {@code batch<n>:<sha-256 hex>} ({@link BatchDigest})
+ * @param bootstrapHost SGLang {@code bootstrap_host}, or the digest of a {@code bootstrap_host} array
  * @param bootstrapBatched {@code bootstrap_room} was an array (n>1 or a batch)
  * @param malformed the body is not a JSON object, or could not be scanned
  */

@@ -41,6 +41,10 @@ final class RequestFactsBuilder {
     STREAM(false),
     BOOTSTRAP_ROOM(true),
     BOOTSTRAP_HOST(true),
+    /** An element of a {@code bootstrap_room} array (SGLang n>1 or a batch). */
+    BOOTSTRAP_ROOM_ELEMENT(true),
+    /** An element of a {@code bootstrap_host} array. */
+    BOOTSTRAP_HOST_ELEMENT(true),
     REQUEST_TYPE(true),
     DISAGG_REQUEST_ID(true),
     CTX_REQUEST_ID(true),
@@ -79,6 +83,10 @@ final class RequestFactsBuilder {
   private String bootstrapRoom;
   private String bootstrapHost;
   private boolean bootstrapBatched;
+  /** The array now open at the top level is a {@code bootstrap_room} / {@code bootstrap_host} one. */
+  private boolean inBootstrapArray;
+  private BatchDigest batchRooms;
+  private BatchDigest batchHosts;
 
   RequestFactsBuilder(JsonFactory json) {
     this.json = json;
@@ -95,8 +103,19 @@ final class RequestFactsBuilder {
       return Open.REFUSED;
     }
     Open open = Open.NESTED;
-    if (depth == 1 && !object && "bootstrap_room".equals(field1)) {
-      bootstrapBatched = true;
+    if (depth == 1) {
+      inBootstrapArray = !object && ("bootstrap_room".equals(field1) || "bootstrap_host".equals(field1));
+      if (inBootstrapArray && "bootstrap_room".equals(field1)) {
+        bootstrapBatched = true;
+        bootstrapRoom = null;
+        batchRooms = new BatchDigest();
+      } else if (inBootstrapArray) {
+        bootstrapHost = null;
+        batchHosts = new BatchDigest();
+      }
+    } else if (depth == 2 && inBootstrapArray) {
+      // A container inside the array: not SGLang's shape, so no key from it.
+      (("bootstrap_room".equals(field1)) ? batchRooms : batchHosts).spoil();
     }
     if (depth == 2 && object && "disaggregated_params".equals(field1) && "ctx_usage".equals(field2)) {
       open = Open.CTX_USAGE;
@@ -109,6 +128,9 @@ final class RequestFactsBuilder {
   void close() {
     depth--;
     rootDone = depth == 0;
+    if (depth == 1) {
+      inBootstrapArray = false;
+    }
   }
 
   /** Whether the names of the current object can matter (the top two levels). */
@@ -144,8 +166,17 @@ final class RequestFactsBuilder {
     switch (slot()) {
       case MODEL -> model = kind == Kind.STRING ? text : null;
       case STREAM -> stream = kind == Kind.TRUE ? Boolean.TRUE : kind == Kind.FALSE ? Boolean.FALSE : null;
-      case BOOTSTRAP_ROOM -> bootstrapRoom = idText(kind, text);
-      case BOOTSTRAP_HOST -> bootstrapHost = kind == Kind.STRING ? text : null;
+      case BOOTSTRAP_ROOM -> {
+        bootstrapRoom = idText(kind, text);
+        bootstrapBatched = false;
+        batchRooms = null;
+      }
+      case BOOTSTRAP_HOST -> {
+        bootstrapHost = kind == Kind.STRING ? text : null;
+        batchHosts = null;
+      }
+      case BOOTSTRAP_ROOM_ELEMENT -> batchRooms.add(idText(kind, text));
+      case BOOTSTRAP_HOST_ELEMENT -> batchHosts.add(kind == Kind.STRING ? text : null);
       case REQUEST_TYPE -> requestType = kind == Kind.STRING ? text : null;
       case DISAGG_REQUEST_ID -> disaggRequestId = idText(kind, text);
       case CTX_REQUEST_ID -> ctxRequestId = idText(kind, text);
@@ -176,8 +207,8 @@ final class RequestFactsBuilder {
         ctxUsage,
         remoteDecode,
         remotePrefill,
-        bootstrapRoom,
-        bootstrapHost,
+        batchRooms != null ? batchRooms.key() : bootstrapRoom,
+        batchHosts != null ? batchHosts.key() : bootstrapHost,
         bootstrapBatched,
         malformed);
   }
@@ -191,6 +222,9 @@ final class RequestFactsBuilder {
         case "bootstrap_host" -> Slot.BOOTSTRAP_HOST;
         default -> Slot.NONE;
       };
+    }
+    if (depth == 2 && inBootstrapArray) {
+      return "bootstrap_room".equals(field1) ? Slot.BOOTSTRAP_ROOM_ELEMENT : Slot.BOOTSTRAP_HOST_ELEMENT;
     }
     if (depth == 2 && field2 != null) {
       if ("disaggregated_params".equals(field1)) {

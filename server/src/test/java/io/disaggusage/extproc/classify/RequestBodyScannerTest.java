@@ -97,7 +97,37 @@ class RequestBodyScannerTest {
     assertThat(s.bootstrapBatched()).isFalse();
     RequestFacts batch = scan(SGLANG_BATCH, new int[0]);
     assertThat(batch.bootstrapBatched()).isTrue();
-    assertThat(batch.bootstrapRoom()).isNull();
+    assertThat(batch.bootstrapRoom()).startsWith("batch2:").hasSize("batch2:".length() + 64);
+    assertThat(batch.bootstrapHost()).startsWith("batch2:");
+  }
+
+  @Test
+  void sglangBatchKeysTellEveryArrayApartAndNeedIdsOnly() {
+    java.util.function.Function<String, String> room =
+        rooms -> scan("{\"bootstrap_host\":\"h\",\"bootstrap_room\":" + rooms + "}", new int[0]).bootstrapRoom();
+    String key = room.apply("[9223372036854775806,1]");
+    assertThat(room.apply("[9223372036854775806,1]")).isEqualTo(key);
+    assertThat(room.apply("[1,9223372036854775806]")).isNotEqualTo(key); // order matters
+    assertThat(room.apply("[9223372036854775806]")).isNotEqualTo(key);
+    assertThat(room.apply("[12,3]")).isNotEqualTo(room.apply("[1,23]")); // element boundaries count
+    // Exact int64 text, never a double: these two differ only beyond 2^53.
+    assertThat(room.apply("[9007199254740993]")).isNotEqualTo(room.apply("[9007199254740992]"));
+    assertThat(room.apply("[]")).isNull();
+    assertThat(room.apply("[1,null]")).isNull();
+    assertThat(room.apply("[1,1.5]")).isNull();
+    assertThat(room.apply("[1,[2]]")).isNull();
+    assertThat(room.apply("[1,{\"a\":2}]")).isNull();
+    // The last member wins, scalar or array.
+    assertThat(scan("{\"bootstrap_room\":[1,2],\"bootstrap_room\":7}", new int[0]).bootstrapRoom()).isEqualTo("7");
+    assertThat(scan("{\"bootstrap_room\":7,\"bootstrap_room\":[1,2]}", new int[0]).bootstrapRoom()).isEqualTo(room.apply("[1,2]"));
+    // Arrays elsewhere do not leak into the key.
+    assertThat(scan("{\"bootstrap_room\":[1,2],\"messages\":[3]}", new int[0]).bootstrapRoom()).isEqualTo(room.apply("[1,2]"));
+    // Whatever the chunking.
+    String body = "{\"bootstrap_host\":[\"10.0.0.1\",\"10.0.0.2\"],\"bootstrap_room\":[9223372036854775806,42]}";
+    RequestFacts whole = scan(body, new int[0]);
+    for (int i = 0; i <= body.length(); i++) {
+      assertThat(scan(body, new int[] {i})).as("split at %d", i).isEqualTo(whole);
+    }
   }
 
   @Test
