@@ -1,10 +1,6 @@
 package io.disaggusage.extproc.inject;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.List;
 
 /**
  * Makes a streaming OpenAI request ask for usage, as its body streams through: every byte is kept as
@@ -54,6 +50,10 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   private static final int NULL_LENGTH = 4;
   private static final byte[] EMPTY = new byte[0];
 
+  private static byte[] ascii(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
+  }
+
   private enum Key { STREAM, STREAM_OPTIONS, BOOTSTRAP_ROOM, INCLUDE_USAGE, CONTINUOUS_USAGE_STATS, OTHER }
 
   /** The value of {@code include_usage} in the last {@code stream_options} object. */
@@ -87,22 +87,10 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   private InjectionOutcome verdict;
   private InjectionOutcome outcome;
 
-  // The chunk being read.
-  private byte[] chunk;
+  private final ChunkRouter router = new ChunkRouter();
   private long base;
-  private int runStart;
-  private boolean changed;
-  private final ByteArrayOutputStream out = new ByteArrayOutputStream();
-
-  private static byte[] ascii(String s) {
-    return s.getBytes(StandardCharsets.US_ASCII);
-  }
-
-  // Held bytes: the stream_options value and everything after it, from absolute offset heldStart.
-  private boolean holding;
+  /** Where the held stream_options value starts (absolute offset). */
   private long heldStart;
-  private long heldBytes;
-  private final List<byte[]> held = new ArrayList<>();
 
   public IncludeUsageInjector(int maxHeldBytes) {
     this.maxHeldBytes = maxHeldBytes;
@@ -115,18 +103,16 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
    * caller must not modify it.
    */
   public byte[] accept(byte[] chunk, boolean end, LegProbe probe) {
-    this.chunk = chunk;
     this.probe = probe;
-    runStart = 0;
-    changed = false;
-    out.reset();
+    router.begin(chunk);
     for (int i = 0; i < chunk.length && !stopped; i++) {
       if (!lexer.feed(chunk[i], base + i)) {
-        route(i);
+        router.route(i);
         giveUp(InjectionOutcome.MALFORMED);
       }
     }
-    route(chunk.length);
+    router.route(chunk.length);
+    checkHeld();
     base += chunk.length;
     if (end) {
       if (!stopped && !lexer.end()) {
@@ -134,9 +120,8 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
       }
       outcome = verdict;
     }
-    this.chunk = null;
     this.probe = null;
-    return changed ? out.toByteArray() : chunk;
+    return router.end();
   }
 
   /**
@@ -153,14 +138,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
       outcome = verdict;
       return EMPTY;
     }
-    byte[] pending = EMPTY;
-    if (holding) {
-      out.reset();
-      writeHeld(-1, -1, null);
-      pending = out.toByteArray();
-      out.reset();
-      dropHeld();
-    }
+    byte[] pending = router.holding() ? router.takeHeld() : EMPTY;
     giveUp(InjectionOutcome.UNFINISHED);
     outcome = verdict;
     return pending;
@@ -208,7 +186,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   public void valueStart(int depth, byte first, long pos) {
     if (depth == 0) {
       if (first != '{') {
-        route(index(pos));
+        router.route(index(pos));
         giveUp(InjectionOutcome.MALFORMED); // not a JSON object: not an OpenAI request
       }
       return;
@@ -233,7 +211,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   private void optionsValue(byte first, long pos) {
     if (options != Options.ABSENT) {
       // Parsers disagree on which of two keys counts; whatever was decided must not stand.
-      route(index(pos));
+      router.route(index(pos));
       injected = false;
       giveUp(InjectionOutcome.AMBIGUOUS);
       return;
@@ -243,8 +221,8 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
       return;
     }
     optionsOpen = first == '{';
-    route(index(pos));
-    holding = true;
+    router.route(index(pos));
+    router.hold(pos);
     heldStart = pos;
   }
 
@@ -265,19 +243,19 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
     if (depth == 1 && optionsOpen) {
       optionsOpen = false;
       if (!wantsEdit()) {
-        route(index(pos + 1));
-        release(false); // asks for usage already, or cannot be edited: nothing to wait for
+        router.route(index(pos + 1));
+        router.release(); // asks for usage already, or cannot be edited: nothing to wait for
       }
     } else if (depth == 0) {
       rootClosed = true;
-      route(index(pos));
-      if (stopped) {
+      router.route(index(pos));
+      if (!checkHeld()) {
         return; // the held part went over its cap just now
       }
-      if (holding) {
+      if (router.holding()) {
         decide();
       } else if (options == Options.ABSENT && eligibleStream()) {
-        write(MEMBER, rootHasMembers ? 0 : 1);
+        router.insert(MEMBER, rootHasMembers ? 0 : 1);
         injected = true;
       }
       verdict = injected ? InjectionOutcome.INJECTED : explain();
@@ -333,91 +311,27 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
     return (int) (pos - base);
   }
 
-  /** Sends chunk[runStart, upTo) where it belongs now: held, or out. */
-  private void route(int upTo) {
-    if (chunk == null || upTo <= runStart) {
-      return;
+  /** False (and given up) when the held bytes have gone over their cap. */
+  private boolean checkHeld() {
+    if (router.heldBytes() > maxHeldBytes) {
+      giveUp(InjectionOutcome.OVERSIZE);
+      return false;
     }
-    if (holding) {
-      markChanged();
-      held.add(runStart == 0 && upTo == chunk.length ? chunk : Arrays.copyOfRange(chunk, runStart, upTo));
-      heldBytes += upTo - runStart;
-      runStart = upTo;
-      if (heldBytes > maxHeldBytes) {
-        giveUp(InjectionOutcome.OVERSIZE);
-      }
-      return;
-    }
-    if (changed) {
-      out.write(chunk, runStart, upTo - runStart);
-    }
-    runStart = upTo;
-  }
-
-  /**
-   * From now on the output differs from the chunk. Until this moment the bytes routed out were not
-   * copied (the chunk itself would have been returned): copy them now.
-   */
-  private void markChanged() {
-    if (!changed && chunk != null) {
-      changed = true;
-      out.write(chunk, 0, runStart);
-    }
-  }
-
-  private void write(byte[] bytes, int from) {
-    markChanged();
-    out.write(bytes, from, bytes.length - from);
+    return !stopped;
   }
 
   /** Sends the held bytes out, with the edit that asks for usage when {@code edit}. */
   private void release(boolean edit) {
-    if (!holding) {
-      return;
-    }
-    markChanged();
     if (!edit) {
-      writeHeld(-1, -1, null);
+      router.release();
     } else if (options == Options.NULL) {
-      writeHeld(heldStart, heldStart + NULL_LENGTH, OPTIONS);
+      router.release(heldStart, heldStart + NULL_LENGTH, OPTIONS);
     } else if (include == Include.ABSENT) {
-      writeHeld(heldStart + 1, heldStart + 1, optionsHasMembers ? INCLUDE_FIRST : INCLUDE);
+      router.release(heldStart + 1, heldStart + 1, optionsHasMembers ? INCLUDE_FIRST : INCLUDE);
     } else {
-      writeHeld(includeStart, includeEnd, TRUE);
+      router.release(includeStart, includeEnd, TRUE);
     }
     injected |= edit;
-    dropHeld();
-  }
-
-  private void dropHeld() {
-    holding = false;
-    held.clear();
-    heldBytes = 0;
-  }
-
-  /** Writes the held bytes to out, the absolute range [from, to) replaced by {@code text} when given. */
-  private void writeHeld(long from, long to, byte[] text) {
-    boolean textDone = text == null;
-    long at = heldStart;
-    for (byte[] segment : held) {
-      long segmentEnd = at + segment.length;
-      if (!textDone && from < segmentEnd) {
-        out.write(segment, 0, (int) (from - at));
-        out.write(text, 0, text.length);
-        textDone = true;
-        int resume = (int) Math.min(segment.length, to - at);
-        out.write(segment, resume, segment.length - resume);
-      } else if (text != null && textDone && to > at) {
-        int resume = (int) Math.min(segment.length, to - at); // the replaced range ends in here
-        out.write(segment, resume, segment.length - resume);
-      } else {
-        out.write(segment, 0, segment.length);
-      }
-      at = segmentEnd;
-    }
-    if (!textDone) {
-      out.write(text, 0, text.length);
-    }
   }
 
   /** Stops rewriting (once): what is held goes out unchanged, the rest passes as it comes. */
@@ -425,7 +339,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
     if (stopped) {
       return;
     }
-    release(false);
+    router.release();
     stopped = true;
     verdict = reason;
   }
