@@ -24,12 +24,31 @@ final class ChunkRouter {
   private long heldStart;
   private long heldBytes;
   private final List<byte[]> held = new ArrayList<>();
+  /** What was held when the chunk began, for {@link #recover}. */
+  private List<byte[]> heldBefore = List.of();
 
   /** Starts reading {@code chunk}; it is kept (not copied) while held, so it must not change. */
   void begin(byte[] chunk) {
     this.chunk = chunk;
     runStart = 0;
     out = null;
+    heldBefore = held.isEmpty() ? List.of() : List.copyOf(held);
+  }
+
+  /**
+   * After a failure while reading the chunk: what was held before it, then the chunk, both unchanged;
+   * everything else is forgotten.
+   */
+  byte[] recover() {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    heldBefore.forEach(segment -> bytes.write(segment, 0, segment.length));
+    bytes.write(chunk, 0, chunk.length);
+    forget();
+    holdFrom = -1;
+    heldBefore = List.of();
+    chunk = null;
+    out = null;
+    return bytes.toByteArray();
   }
 
   /** Routes the rest of the chunk and returns the reply: the chunk itself when nothing changed. */

@@ -103,25 +103,38 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
    * caller must not modify it.
    */
   public byte[] accept(byte[] chunk, boolean end, LegProbe probe) {
-    this.probe = probe;
-    router.begin(chunk);
-    for (int i = 0; i < chunk.length && !stopped; i++) {
-      if (!lexer.feed(chunk[i], base + i)) {
-        router.route(i);
-        giveUp(InjectionOutcome.MALFORMED);
+    boolean injectedBefore = injected;
+    try {
+      this.probe = probe;
+      router.begin(chunk);
+      for (int i = 0; i < chunk.length && !stopped; i++) {
+        if (!lexer.feed(chunk[i], base + i)) {
+          router.route(i);
+          giveUp(InjectionOutcome.MALFORMED);
+        }
       }
-    }
-    router.route(chunk.length);
-    checkHeld();
-    base += chunk.length;
-    if (end) {
-      if (!stopped && !lexer.end()) {
-        giveUp(InjectionOutcome.MALFORMED); // truncated, or not one JSON value
+      router.route(chunk.length);
+      checkHeld();
+      if (end) {
+        if (!stopped && !lexer.end()) {
+          giveUp(InjectionOutcome.MALFORMED); // truncated, or not one JSON value
+        }
+        outcome = verdict;
       }
-      outcome = verdict;
+      return router.end();
+    } catch (RuntimeException e) {
+      // A fault here (or in the probe) must not cost the worker a byte of its request.
+      stopped = true;
+      injected = injectedBefore;
+      verdict = InjectionOutcome.ERROR;
+      if (end) {
+        outcome = verdict;
+      }
+      return router.recover();
+    } finally {
+      base += chunk.length;
+      this.probe = null;
     }
-    this.probe = null;
-    return router.end();
   }
 
   /**

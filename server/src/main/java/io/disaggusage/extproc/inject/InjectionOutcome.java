@@ -37,7 +37,9 @@ public enum InjectionOutcome {
   /** The bytes held while deciding exceeded {@code limits.max_body_bytes}: passed through. */
   OVERSIZE("oversize"),
   /** The response began before the request body ended: passed through from then on. */
-  UNFINISHED("unfinished");
+  UNFINISHED("unfinished"),
+  /** An internal error: the body passed through unchanged from the chunk where it happened. */
+  ERROR("error");
 
   private final String label;
 

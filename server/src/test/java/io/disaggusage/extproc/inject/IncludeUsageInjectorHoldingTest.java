@@ -131,4 +131,20 @@ class IncludeUsageInjectorHoldingTest {
     assertThat(injector.accept(new byte[0], true, LEG)).isEmpty();
     assertThat(injector.outcome()).isEqualTo(InjectionOutcome.INJECTED);
   }
+
+  @Test
+  void aFaultWhileDecidingLetsTheWholeBodyThroughUnchanged() {
+    IncludeUsageInjector.LegProbe broken = () -> {
+      throw new IllegalStateException("probe failed");
+    };
+    for (String body :
+        List.of("{\"stream\":true}", "{\"stream\":true,\"stream_options\":{\"include_usage\":false},\"n\":1}")) {
+      for (Chunking chunking : List.of(Chunking.whole(), Chunking.fixed(5), Chunking.bytewise())) {
+        InjectorRun r = InjectorRun.of(utf8(body), broken, chunking, 1 << 20);
+        assertThat(r.output()).isEqualTo(body);
+        assertThat(r.outcome()).isEqualTo(InjectionOutcome.ERROR);
+        assertThat(r.injected()).isFalse();
+      }
+    }
+  }
 }
