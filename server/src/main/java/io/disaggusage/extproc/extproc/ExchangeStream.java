@@ -208,10 +208,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (scanner != null) {
       scanner.feed(chunk.getBody().asReadOnlyByteBuffer());
     }
-    if (injection != null) {
-      // Answered first: a failure in what follows must not take the rewritten bytes with it.
-      complete(slot, EnvoyMessages.body(true, injection.onRequestBody(chunk, abandoned), null));
-    }
+    // Answered first: a failure in what follows must not take rewritten request bytes with it.
+    ByteString replacement = injection == null ? null : injection.onRequestBody(chunk, abandoned);
+    complete(slot, EnvoyMessages.body(true, replacement, null));
     if (chunk.getEndOfStream()) {
       requestEnded = true;
       if (scanner != null) {
@@ -219,9 +218,6 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         classify(scanner.facts());
         scanner = null; // its parser and buffers would otherwise live as long as the response streams
       }
-    }
-    if (injection == null) {
-      complete(slot, EnvoyMessages.body(true, null, null));
     }
   }
 
@@ -286,12 +282,11 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       startGeneration(slot, eventStream, names, requestStillStreaming, classification.carriedContext());
       return;
     }
-    if (classification.keys().isEmpty() && removesInjectedUsage()) {
-      startGeneration(slot, eventStream, names, requestStillStreaming, null);
-      body.resolveContext(null, Outcome.PASSTHROUGH_NO_CONTEXT);
-      return;
-    }
     if (classification.keys().isEmpty()) {
+      if (removesInjectedUsage()) {
+        startWithoutContext(slot, eventStream, names, requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT);
+        return;
+      }
       report(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT);
       complete(slot, noResponseBody(requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT));
       return;
@@ -326,9 +321,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         // Context-first: the context response would already have been stored. No context phase.
         Outcome outcome = error == null ? Outcome.PASSTHROUGH_NO_CONTEXT : Outcome.ERROR;
         if (removesInjectedUsage()) {
-          // Read anyway, for the usage event the service itself asked for.
-          startGeneration(slot, eventStream, names, requestStillStreaming, null);
-          body.resolveContext(null, outcome);
+          startWithoutContext(slot, eventStream, names, requestStillStreaming, outcome);
           return;
         }
         report(Phase.GENERATION, outcome);
@@ -354,6 +347,16 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
             EnvoyMessages.removeHeaders("content-length"),
             EnvoyMessages.mode(requestStillStreaming, true, true),
             null));
+  }
+
+  /**
+   * A generation response with no context usage that is read all the same, for the usage event the
+   * service itself asked for: it passes as the worker sent it, less that event.
+   */
+  private void startWithoutContext(
+      Slot slot, boolean eventStream, UsageNames names, boolean requestStillStreaming, Outcome outcome) {
+    startGeneration(slot, eventStream, names, requestStillStreaming, null);
+    body.resolveContext(null, outcome);
   }
 
   /** The response body processors: the usual ones, or ones that take out an injected usage event. */
