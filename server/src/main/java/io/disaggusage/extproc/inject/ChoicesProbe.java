@@ -45,47 +45,31 @@ final class ChoicesProbe {
   }
 
   int read(byte b) {
-    if (state == DONE) {
+    boolean space = b == ' ' || b == '\t' || b == '\n' || b == '\r';
+    return switch (state) {
+      case DONE -> UNDECIDED;
+      case START -> expect(b, space, (byte) '{', ROOT);
+      case CHOICES_VALUE -> expect(b, space, (byte) '[', CHOICES_OPEN);
+      // An empty choices array: a candidate, judged when the event is complete.
+      case CHOICES_OPEN -> expect(b, space, (byte) ']', DONE);
+      default -> root(b);
+    };
+  }
+
+  /** Past whitespace, the next byte must be {@code expected} (then {@code next}), or it is decided. */
+  private int expect(byte b, boolean space, byte expected, int next) {
+    if (space) {
       return UNDECIDED;
     }
-    boolean space = b == ' ' || b == '\t' || b == '\n' || b == '\r';
-    switch (state) {
-      case START -> {
-        if (space) {
-          return UNDECIDED;
-        }
-        if (b != '{') {
-          return decided();
-        }
-        state = ROOT;
-        depth = 1;
-        expectName = true;
-        return UNDECIDED;
-      }
-      case CHOICES_VALUE -> {
-        if (space) {
-          return UNDECIDED;
-        }
-        if (b != '[') {
-          return decided();
-        }
-        state = CHOICES_OPEN;
-        return UNDECIDED;
-      }
-      case CHOICES_OPEN -> {
-        if (space) {
-          return UNDECIDED;
-        }
-        if (b != ']') {
-          return decided();
-        }
-        state = DONE; // an empty choices array: a candidate, judged when the event is complete
-        return UNDECIDED;
-      }
-      default -> {
-        return root(b);
-      }
+    if (b != expected) {
+      return decided();
     }
+    state = next;
+    if (next == ROOT) {
+      depth = 1;
+      expectName = true;
+    }
+    return UNDECIDED;
   }
 
   private int decided() {

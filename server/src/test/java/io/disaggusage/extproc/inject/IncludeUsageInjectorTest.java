@@ -31,11 +31,39 @@ class IncludeUsageInjectorTest {
     return new Case(name, in, LEG, out, outcome);
   }
 
+  /** A body that must come out byte-identical. */
+  static Case same(String name, String in, InjectionOutcome outcome) {
+    return new Case(name, in, LEG, in, outcome);
+  }
+
   static Case c(String name, LegProbe probe, String in, String out, InjectionOutcome outcome) {
     return new Case(name, in, probe, out, outcome);
   }
 
+  /** Bodies that are not valid JSON objects, up to their closing brace at least: byte-identical out. */
+  static final List<String> MALFORMED = List.of(
+      "{\"stream\":true,}",
+      "{\"stream\":tru}",
+      "[{\"stream\":true}]",
+      "\"stream\"",
+      "12",
+      "{\"stream\":true",
+      "{\"stream\":true,\"stream_options\":{\"include_usage\":fal",
+      "{\"n\":01,\"stream\":true}",
+      "{\"c\":\"a\tb\",\"stream\":true}",
+      "{\"c\":\"\\x\",\"stream\":true}",
+      "{\"temperature\":NaN,\"stream\":true}",
+      "{\"stream_options\":{\"include_usage\":false},\"stream\":true,]",
+      "",
+      "  \n");
+
   static List<Case> cases() {
+    List<Case> all = new java.util.ArrayList<>(wellFormed());
+    MALFORMED.forEach(body -> all.add(same("malformed " + body.replace("\n", "\\n"), body, InjectionOutcome.MALFORMED)));
+    return all;
+  }
+
+  static List<Case> wellFormed() {
     String stream = "{\"model\":\"m\"," + MSGS + ",\"stream\":true}";
     String sglang = ",\"bootstrap_host\":\"10.0.0.1\",\"bootstrap_port\":8998,\"bootstrap_room\":9223372036854775807";
     return List.of(
@@ -61,8 +89,8 @@ class IncludeUsageInjectorTest {
             "{\"metadata\":{\"stream_options\":{\"include_usage\":true}},\"stream\":true}",
             "{\"metadata\":{\"stream_options\":{\"include_usage\":true}},\"stream\":true" + ADDED + "}",
             InjectionOutcome.INJECTED),
-        c("nested-stream-key", "{\"tools\":[{\"stream\":true}],\"extra\":{\"stream\":true}}",
-            "{\"tools\":[{\"stream\":true}],\"extra\":{\"stream\":true}}", InjectionOutcome.NOT_STREAMING),
+        same("nested-stream-key", "{\"tools\":[{\"stream\":true}],\"extra\":{\"stream\":true}}",
+            InjectionOutcome.NOT_STREAMING),
         c("escapes-and-unicode",
             "{\"content\":\"a\\\\\\\"} \\u00e9 \\ud83d\\ude00 é 😀\",\"stream\":true}",
             "{\"content\":\"a\\\\\\\"} \\u00e9 \\ud83d\\ude00 é 😀\",\"stream\":true" + ADDED + "}",
@@ -78,48 +106,31 @@ class IncludeUsageInjectorTest {
             "{\"stream_options\":{\"include_usage\":true,\"x\":[1]},\"stream\":true}", InjectionOutcome.INJECTED),
         c("options-null", "{\"stream\":true,\"stream_options\":null}",
             "{\"stream\":true,\"stream_options\":{\"include_usage\":true}}", InjectionOutcome.INJECTED),
-        c("include-true", "{\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
-            "{\"stream\":true,\"stream_options\":{\"include_usage\":true}}", InjectionOutcome.CLIENT_ASKED),
-        c("continuous", "{\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":true}}",
-            "{\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":true}}", InjectionOutcome.CONTINUOUS_USAGE),
-        c("empty-options-vllm", "{\"stream\":true,\"stream_options\":{}}",
-            "{\"stream\":true,\"stream_options\":{}}", InjectionOutcome.ENGINE_DEFAULT),
+        same("include-true", "{\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+            InjectionOutcome.CLIENT_ASKED),
+        same("continuous", "{\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":true}}",
+            InjectionOutcome.CONTINUOUS_USAGE),
+        same("empty-options-vllm", "{\"stream\":true,\"stream_options\":{}}",
+            InjectionOutcome.ENGINE_DEFAULT),
         c("empty-options-sglang", "{\"stream\":true,\"stream_options\":{}" + sglang + "}",
             "{\"stream\":true,\"stream_options\":{\"include_usage\":true}" + sglang + "}", InjectionOutcome.INJECTED),
         c("options-with-member-sglang",
             "{\"stream_options\":{\"continuous_usage_stats\":false},\"stream\":true" + sglang + "}",
             "{\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":false},\"stream\":true" + sglang + "}",
             InjectionOutcome.INJECTED),
-        c("include-not-boolean", "{\"stream\":true,\"stream_options\":{\"include_usage\":\"yes\"}}",
-            "{\"stream\":true,\"stream_options\":{\"include_usage\":\"yes\"}}", InjectionOutcome.MALFORMED),
-        c("options-not-object", "{\"stream\":true,\"stream_options\":[]}",
-            "{\"stream\":true,\"stream_options\":[]}", InjectionOutcome.MALFORMED),
-        c("options-twice", "{\"stream\":true,\"stream_options\":{\"include_usage\":false},\"stream_options\":{}}",
-            "{\"stream\":true,\"stream_options\":{\"include_usage\":false},\"stream_options\":{}}", InjectionOutcome.AMBIGUOUS),
+        same("include-not-boolean", "{\"stream\":true,\"stream_options\":{\"include_usage\":\"yes\"}}",
+            InjectionOutcome.MALFORMED),
+        same("options-not-object", "{\"stream\":true,\"stream_options\":[]}",
+            InjectionOutcome.MALFORMED),
+        same("options-twice", "{\"stream\":true,\"stream_options\":{\"include_usage\":false},\"stream_options\":{}}",
+            InjectionOutcome.AMBIGUOUS),
         // Nothing to do.
-        c("not-streaming", "{\"model\":\"m\",\"stream\":false}", "{\"model\":\"m\",\"stream\":false}", InjectionOutcome.NOT_STREAMING),
-        c("stream-absent", "{\"model\":\"m\"}", "{\"model\":\"m\"}", InjectionOutcome.NOT_STREAMING),
-        c("stream-not-boolean", "{\"stream\":\"true\"}", "{\"stream\":\"true\"}", InjectionOutcome.NOT_STREAMING),
+        same("not-streaming", "{\"model\":\"m\",\"stream\":false}", InjectionOutcome.NOT_STREAMING),
+        same("stream-absent", "{\"model\":\"m\"}", InjectionOutcome.NOT_STREAMING),
+        same("stream-not-boolean", "{\"stream\":\"true\"}", InjectionOutcome.NOT_STREAMING),
         c("not-a-leg", OTHER, stream, stream, InjectionOutcome.OTHER_LEG),
         c("not-a-leg-at-end", OTHER, "{\"stream\":true,\"stream_options\":{\"include_usage\":false}}",
             "{\"stream\":true,\"stream_options\":{\"include_usage\":false}}", InjectionOutcome.OTHER_LEG),
-        // Malformed: byte-identical.
-        c("trailing-comma", "{\"stream\":true,}", "{\"stream\":true,}", InjectionOutcome.MALFORMED),
-        c("bad-literal", "{\"stream\":tru}", "{\"stream\":tru}", InjectionOutcome.MALFORMED),
-        c("array-root", "[{\"stream\":true}]", "[{\"stream\":true}]", InjectionOutcome.MALFORMED),
-        c("string-root", "\"stream\"", "\"stream\"", InjectionOutcome.MALFORMED),
-        c("number-root", "12", "12", InjectionOutcome.MALFORMED),
-        c("truncated", "{\"stream\":true", "{\"stream\":true", InjectionOutcome.MALFORMED),
-        c("truncated-in-options", "{\"stream\":true,\"stream_options\":{\"include_usage\":fal",
-            "{\"stream\":true,\"stream_options\":{\"include_usage\":fal", InjectionOutcome.MALFORMED),
-        c("leading-zero", "{\"n\":01,\"stream\":true}", "{\"n\":01,\"stream\":true}", InjectionOutcome.MALFORMED),
-        c("raw-control-char", "{\"c\":\"a\tb\",\"stream\":true}", "{\"c\":\"a\tb\",\"stream\":true}", InjectionOutcome.MALFORMED),
-        c("bad-escape", "{\"c\":\"\\x\",\"stream\":true}", "{\"c\":\"\\x\",\"stream\":true}", InjectionOutcome.MALFORMED),
-        c("nan", "{\"temperature\":NaN,\"stream\":true}", "{\"temperature\":NaN,\"stream\":true}", InjectionOutcome.MALFORMED),
-        c("error-after-held-options", "{\"stream_options\":{\"include_usage\":false},\"stream\":true,]",
-            "{\"stream_options\":{\"include_usage\":false},\"stream\":true,]", InjectionOutcome.MALFORMED),
-        c("empty", "", "", InjectionOutcome.MALFORMED),
-        c("whitespace-only", "  \n", "  \n", InjectionOutcome.MALFORMED),
         // Decided at the closing brace: later garbage is seen only afterwards (the worker rejects it anyway).
         c("garbage-after-root", "{\"stream\":true} x", "{\"stream\":true" + ADDED + "} x", InjectionOutcome.MALFORMED));
   }

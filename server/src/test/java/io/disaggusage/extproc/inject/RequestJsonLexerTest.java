@@ -21,7 +21,7 @@ class RequestJsonLexerTest {
   static final byte[] INTERESTING = "{}[]\":,\\ \t\n-+.eE0159tfnulrsa/bu\u0001".getBytes(StandardCharsets.ISO_8859_1);
 
   static boolean lexerValid(byte[] doc) {
-    RequestJsonLexer lexer = new RequestJsonLexer(new Ignore());
+    RequestJsonLexer lexer = new RequestJsonLexer(new Recorder());
     for (int i = 0; i < doc.length; i++) {
       if (!lexer.feed(doc[i], i)) {
         return false;
@@ -90,28 +90,9 @@ class RequestJsonLexerTest {
   @Test
   void reportsTopTwoLevelMemberNamesDecodedAndValuePositions() {
     String doc = "{\"a\\u0062\":{\"c\":[true,{\"deep\":1}]},\"" + "n".repeat(40) + "\":null,\"é\":2}";
-    List<String> events = new ArrayList<>();
-    RequestJsonLexer lexer = new RequestJsonLexer(new RequestJsonLexer.Listener() {
-      @Override
-      public void memberName(int depth, String name) {
-        events.add("name " + depth + " " + name);
-      }
-
-      @Override
-      public void valueStart(int depth, byte first, long pos) {
-        events.add("start " + depth + " " + (char) first + " @" + pos);
-      }
-
-      @Override
-      public void literalEnd(int depth, byte first, long end) {
-        events.add("literal " + depth + " " + (char) first + " end " + end);
-      }
-
-      @Override
-      public void containerEnd(int depth, long pos) {
-        events.add("close " + depth + " @" + pos);
-      }
-    });
+    Recorder recorder = new Recorder();
+    List<String> events = recorder.events;
+    RequestJsonLexer lexer = new RequestJsonLexer(recorder);
     byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
     for (int i = 0; i < bytes.length; i++) {
       assertThat(lexer.feed(bytes[i], i)).isTrue();
@@ -242,17 +223,28 @@ class RequestJsonLexerTest {
     }
   }
 
-  static final class Ignore implements RequestJsonLexer.Listener {
-    @Override
-    public void memberName(int depth, String name) {}
+  /** Writes down every event the lexer reports. */
+  static final class Recorder implements RequestJsonLexer.Listener {
+    final List<String> events = new ArrayList<>();
 
     @Override
-    public void valueStart(int depth, byte first, long pos) {}
+    public void memberName(int depth, String name) {
+      events.add("name " + depth + " " + name);
+    }
 
     @Override
-    public void literalEnd(int depth, byte first, long end) {}
+    public void valueStart(int depth, byte first, long pos) {
+      events.add("start " + depth + " " + (char) first + " @" + pos);
+    }
 
     @Override
-    public void containerEnd(int depth, long pos) {}
+    public void literalEnd(int depth, byte first, long end) {
+      events.add("literal " + depth + " " + (char) first + " end " + end);
+    }
+
+    @Override
+    public void containerEnd(int depth, long pos) {
+      events.add("close " + depth + " @" + pos);
+    }
   }
 }

@@ -59,6 +59,13 @@ class IncludeUsageInjectionScenarioTest {
         + ",\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[1,2]}}";
   }
 
+  /** The vLLM prefill leg: a JSON response with the context usage, under {@code x-request-id: key}. */
+  static Exchange.Builder prefill(String key, String usage) {
+    return Exchange.post(PATH, vllmPrefill()).requestHeader("x-request-id", key)
+        .responseHeader("content-type", "application/json")
+        .responseBody(Wire.chatCompletion(key, usage));
+  }
+
   static String asked(String body) {
     return body.substring(0, body.length() - 1) + ADDED + "}";
   }
@@ -99,9 +106,7 @@ class IncludeUsageInjectionScenarioTest {
     assertThat(answer).isNotEqualTo(unasked);
 
     ExchangeResult[] r = Flows.contextFirst(service.envoy,
-        Exchange.post(PATH, vllmPrefill()).requestHeader("x-request-id", "r-1").requestChunking(requests)
-            .responseHeader("content-type", "application/json")
-            .responseBody(Wire.chatCompletion("r-1", Wire.usage(1656, 1, 1024L))),
+        prefill("r-1", Wire.usage(1656, 1, 1024L)).requestChunking(requests),
         leg(original, requests, answer, responses).requestHeader("x-request-id", "r-1"));
 
     assertClean(r[0]);
@@ -153,28 +158,24 @@ class IncludeUsageInjectionScenarioTest {
 
   @Test
   void contentFlowsWhileTheInjectedUsageWaitsForTheContextLeg() throws Exception {
-    String original = vllmDecode("");
-    String content = Wire.chunk("Hel") + Wire.chunk("lo");
+    String content = Wire.chunk("Par") + Wire.chunk("is");
     String answer = content + Wire.usageChunk(Wire.usage(40, 3, 40L)) + Wire.DONE;
-    ExchangeHandle gen = service.envoy.start(
-        leg(original, Chunking.whole(), answer, Chunking.at(content.length()))
+    ExchangeHandle decode = service.envoy.start(
+        leg(vllmDecode(""), Chunking.whole(), answer, Chunking.at(content.length()))
             .requestHeader("x-request-id", "w")
             .requestHeader("x-disagg-order", "concurrent")
             .gateResponseBody()
             .build());
-    gen.awaitResponseHeadersForwarded();
-    gen.releaseResponseBody();
-    assertThat(gen.awaitClientBodyContaining("lo\"")).isEqualTo(content);
-    assertThat(gen.result()).isNotDone();
-    ExchangeResult ctx = Flows.run(service.envoy,
-        Exchange.post(PATH, vllmPrefill()).requestHeader("x-request-id", "w")
-            .responseHeader("content-type", "application/json")
-            .responseBody(Wire.chatCompletion("w", Wire.usage(40, 1, 8L))));
-    assertClean(ctx);
-    ExchangeResult g = gen.awaitResult();
-    assertClean(g);
-    assertThat(g.clientResponse().bodyUtf8()).isEqualTo(content + Wire.DONE);
-    assertMetadata(g, "rewritten", 40, 8, 3);
+    decode.awaitResponseHeadersForwarded();
+    decode.releaseResponseBody();
+    // The content reaches the client while the usage event waits for the context leg, unsent.
+    assertThat(decode.awaitClientBodyContaining("is\"")).isEqualTo(content);
+    assertThat(decode.result()).isNotDone();
+    assertClean(Flows.run(service.envoy, prefill("w", Wire.usage(40, 1, 8L))));
+    ExchangeResult done = decode.awaitResult();
+    assertClean(done);
+    assertThat(done.clientResponse().bodyUtf8()).isEqualTo(content + Wire.DONE);
+    assertMetadata(done, "rewritten", 40, 8, 3);
   }
 
   @Test
@@ -182,9 +183,7 @@ class IncludeUsageInjectionScenarioTest {
     String original = vllmDecode(",\"stream_options\":{\"include_usage\":true}");
     String answer = StreamingEngine.VLLM.chatStream(original, Wire.usage(186, 8, 186L), "Hi");
     ExchangeResult[] r = Flows.contextFirst(service.envoy,
-        Exchange.post(PATH, vllmPrefill()).requestHeader("x-request-id", "r-2")
-            .responseHeader("content-type", "application/json")
-            .responseBody(Wire.chatCompletion("r-2", Wire.usage(186, 1, 64L))),
+        prefill("r-2", Wire.usage(186, 1, 64L)),
         leg(original, Chunking.fixed(9), answer, Chunking.fixed(11)).requestHeader("x-request-id", "r-2"));
 
     assertClean(r[1]);
@@ -248,9 +247,7 @@ class IncludeUsageInjectionScenarioTest {
       String original = vllmDecode("");
       String answer = StreamingEngine.VLLM.chatStream(original, Wire.usage(1, 1, 1L), "Par", "is");
       ExchangeResult[] r = Flows.contextFirst(off.envoy,
-          Exchange.post(PATH, vllmPrefill()).requestHeader("x-request-id", "o-1")
-              .responseHeader("content-type", "application/json")
-              .responseBody(Wire.chatCompletion("o-1", Wire.usage(1656, 1, 1024L))),
+          prefill("o-1", Wire.usage(1656, 1, 1024L)),
           leg(original, Chunking.fixed(7), answer, Chunking.fixed(13)).requestHeader("x-request-id", "o-1"));
 
       assertClean(r[1]);
