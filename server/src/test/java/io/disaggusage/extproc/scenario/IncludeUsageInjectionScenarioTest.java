@@ -179,6 +179,36 @@ class IncludeUsageInjectionScenarioTest {
   }
 
   @Test
+  void aResponseBeforeTheRequestEndedStopsTheRewriteAndGivesHeldBytesBack() throws Exception {
+    String original = vllmDecode(",\"stream_options\":{\"include_usage\":false}");
+    int cut = original.indexOf("include_usage") + 5; // inside the held stream_options value
+    String answer = StreamingEngine.VLLM.chatStream(original, Wire.usage(9, 1, 9L), "x");
+    ExchangeHandle h = service.envoy.start(
+        leg(original, Chunking.at(cut), answer, Chunking.whole())
+            .requestHeader("x-request-id", "early")
+            .interleaveDirections()
+            .gateRequestBody()
+            .gateResponseHeaders()
+            .build());
+    h.awaitRequestHeadersForwarded();
+    h.releaseRequestChunk();
+    h.awaitMessagesSent(2);
+    h.releaseResponseHeaders();
+    h.awaitResponseHeadersForwarded();
+    h.releaseRequestBody();
+    ExchangeResult r = h.awaitResult();
+
+    assertClean(r);
+    // The first chunk's reply stopped where stream_options began; the next one carried the rest.
+    var requestBodyReplies = r.messagesReceived().stream().filter(m -> m.hasRequestBody()).toList();
+    assertThat(requestBodyReplies.get(0).getRequestBody().getResponse().getBodyMutation().getBody().toStringUtf8())
+        .isEqualTo(original.substring(0, original.indexOf("{\"include_usage\"")));
+    assertThat(r.upstreamRequest().bodyUtf8()).isEqualTo(original);
+    assertThat(r.clientResponse().bodyUtf8()).isEqualTo(answer);
+    assertThat(service.metrics.injectionCount(InjectionOutcome.UNFINISHED)).isEqualTo(1);
+  }
+
+  @Test
   void aClientThatAskedItselfSeesItsCorrectedUsageAndNothingElseChanges() throws Exception {
     String original = vllmDecode(",\"stream_options\":{\"include_usage\":true}");
     String answer = StreamingEngine.VLLM.chatStream(original, Wire.usage(186, 8, 186L), "Hi");
