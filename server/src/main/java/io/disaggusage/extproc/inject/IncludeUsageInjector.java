@@ -84,6 +84,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   private boolean stopped;
   private boolean injected;
   private boolean rootClosed;
+  private Boolean eligibleLeg;
   private InjectionOutcome verdict;
   private InjectionOutcome outcome;
 
@@ -288,7 +289,15 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
 
   /** Whether the request, now complete, is a streaming leg whose response the service reads. */
   private boolean eligibleStream() {
-    return streamTrue && probe != null && probe.eligible();
+    return streamTrue && eligibleLeg();
+  }
+
+  /** The probe's answer, asked once (it classifies the whole request). */
+  private boolean eligibleLeg() {
+    if (eligibleLeg == null) {
+      eligibleLeg = probe != null && probe.eligible();
+    }
+    return eligibleLeg;
   }
 
   /** Decides about the held stream_options value at the root's end: edits it or not, and releases it. */
@@ -299,7 +308,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
 
   /** Why a body whose root closed was not rewritten. */
   private InjectionOutcome explain() {
-    if (probe == null || !probe.eligible()) {
+    if (!eligibleLeg()) {
       return InjectionOutcome.OTHER_LEG;
     }
     if (!streamTrue) {
