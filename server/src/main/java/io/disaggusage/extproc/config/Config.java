@@ -19,7 +19,8 @@ public record Config(
     Metrics metrics,
     Logging logging,
     Shutdown shutdown,
-    Waiting waiting) {
+    Waiting waiting,
+    Streaming streaming) {
 
   /**
    * {@code grpc.*}: the ext_proc + grpc.health.v1 listener.
@@ -95,6 +96,15 @@ public record Config(
    * @param maxWaiters the bound; 0 means no exchange ever waits
    */
   public record Waiting(int maxWaiters) {}
+
+  /**
+   * {@code streaming.*}: what the service may change in streaming requests.
+   *
+   * @param injectIncludeUsage make streaming requests of context and generation legs that do not ask
+   *     for usage ask for it ({@code stream_options.include_usage: true}), so the service sees the
+   *     numbers, and take the resulting usage event out of what the client receives
+   */
+  public record Streaming(boolean injectIncludeUsage) {}
 
   /** {@code admin.*}: the HTTP admin listener (/healthz /readyz /metrics). */
   public record Admin(int port) {}
@@ -233,6 +243,7 @@ public record Config(
         new Metrics(List.of(), 20),
         new Logging(LogFormat.TEXT, LogLevel.INFO),
         new Shutdown(Duration.ofSeconds(30)),
-        new Waiting(10_000));
+        new Waiting(10_000),
+        new Streaming(false));
   }
 }

@@ -172,7 +172,8 @@ public final class ConfigLoader {
           new Key("logging.format", Kind.ENUM, Config.LogFormat.class, c -> c.logging().format()),
           new Key("logging.level", Kind.ENUM, Config.LogLevel.class, c -> c.logging().level()),
           key("shutdown.drain_timeout", Kind.DURATION, c -> c.shutdown().drainTimeout()),
-          key("limits.max_waiters", Kind.INT, c -> c.waiting().maxWaiters()));
+          key("limits.max_waiters", Kind.INT, c -> c.waiting().maxWaiters()),
+          key("streaming.inject_include_usage", Kind.BOOL, c -> c.streaming().injectIncludeUsage()));
 
   private static final Map<String, Key> BY_PATH =
       KEYS.stream()
@@ -669,7 +670,8 @@ public final class ConfigLoader {
           new Config.Logging(
               (Config.LogFormat) values.get("logging.format"), (Config.LogLevel) values.get("logging.level")),
           new Config.Shutdown(duration("shutdown.drain_timeout")),
-          new Config.Waiting(integer("limits.max_waiters")));
+          new Config.Waiting(integer("limits.max_waiters")),
+          new Config.Streaming((Boolean) values.get("streaming.inject_include_usage")));
     }
 
     private void validate() {

@@ -15,6 +15,7 @@ import io.disaggusage.extproc.exchange.ExchangeReport;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.logging.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.usage.ContextUsage;
@@ -80,6 +81,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private boolean requestEnded;
   private Classification classification;
   private String model;
+  /** streaming.inject_include_usage for this exchange, or null. */
+  private UsageInjection injection;
 
   private ResponseBodyProcessor body;
   private List<CorrelationKey> contextKeys = List.of();
@@ -183,15 +186,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       complete(slot, EnvoyMessages.requestHeaders(null, EnvoyMessages.allOff()));
       return;
     }
+    boolean stripAcceptEncoding = services.config().classification().stripAcceptEncoding();
+    injection = UsageInjection.begin(services, head, headers.getEndOfStream(), this::requestFacts);
     HeaderMutation mutation =
-        services.config().classification().stripAcceptEncoding()
-            ? EnvoyMessages.removeHeaders("accept-encoding")
-            : null;
-    readingRequestBody = !headers.getEndOfStream() && services.classifier().needsBody(head);
-    if (readingRequestBody) {
+        injection != null
+            ? UsageInjection.headerMutation(stripAcceptEncoding)
+            : stripAcceptEncoding ? EnvoyMessages.removeHeaders("accept-encoding") : null;
+    boolean scanBody = !headers.getEndOfStream() && services.classifier().needsBody(head);
+    readingRequestBody = scanBody || injection != null;
+    if (scanBody) {
       scanner = RequestBodyReader.forRequest(head, services.json(), services.config().limits().maxUsageBytes());
     } else {
-      requestEnded = true;
+      requestEnded = !readingRequestBody;
       classify(RequestFacts.NONE);
     }
     complete(
@@ -202,6 +208,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (scanner != null) {
       scanner.feed(chunk.getBody().asReadOnlyByteBuffer());
     }
+    // Answered first: a failure in what follows must not take rewritten request bytes with it.
+    ByteString replacement = injection == null ? null : injection.onRequestBody(chunk, abandoned);
+    complete(slot, EnvoyMessages.body(true, replacement, null));
     if (chunk.getEndOfStream()) {
       requestEnded = true;
       if (scanner != null) {
@@ -210,7 +219,11 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         scanner = null; // its parser and buffers would otherwise live as long as the response streams
       }
     }
-    complete(slot, EnvoyMessages.body(true, null, null));
+  }
+
+  /** What the request body scanner has found so far (nothing when the body is not scanned). */
+  private RequestFacts requestFacts() {
+    return scanner != null ? scanner.facts() : RequestFacts.NONE;
   }
 
   private void classify(RequestFacts facts) {
@@ -237,6 +250,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     boolean requestStillStreaming = readingRequestBody && !requestEnded;
     Map<String, String> map = EnvoyMessages.headers(headers.getHeaders());
+    if (injection != null) {
+      injection.onResponseHeaders(
+          is2xx(map.get(":status")) && !headers.getEndOfStream(),
+          identity(map.get("content-encoding")),
+          isEventStream(map.get("content-type")));
+    }
     Phase phase = classification.phase();
     if (phase == Phase.NONE) {
       report(Phase.NONE, Outcome.NOT_DISAGGREGATED);
@@ -250,7 +269,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     boolean eventStream = isEventStream(map.get("content-type"));
     if (phase == Phase.CONTEXT) {
-      body = services.processors().context(eventStream);
+      body = processors().context(eventStream);
       contextKeys = classification.keys();
       complete(
           slot,
@@ -264,6 +283,10 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     if (classification.keys().isEmpty()) {
+      if (removesInjectedUsage()) {
+        startWithoutContext(slot, eventStream, names, requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT);
+        return;
+      }
       report(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT);
       complete(slot, noResponseBody(requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT));
       return;
@@ -297,6 +320,10 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       if (context == null && !concurrent) {
         // Context-first: the context response would already have been stored. No context phase.
         Outcome outcome = error == null ? Outcome.PASSTHROUGH_NO_CONTEXT : Outcome.ERROR;
+        if (removesInjectedUsage()) {
+          startWithoutContext(slot, eventStream, names, requestStillStreaming, outcome);
+          return;
+        }
         report(Phase.GENERATION, outcome);
         complete(slot, noResponseBody(requestStillStreaming, outcome));
         return;
@@ -309,7 +336,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private void startGeneration(
       Slot slot, boolean eventStream, UsageNames names, boolean requestStillStreaming, ContextUsage context) {
-    body = services.processors().generation(eventStream, names);
+    body = processors().generation(eventStream, names);
     if (context != null) {
       body.resolveContext(context, null);
     }
@@ -320,6 +347,25 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
             EnvoyMessages.removeHeaders("content-length"),
             EnvoyMessages.mode(requestStillStreaming, true, true),
             null));
+  }
+
+  /**
+   * A generation response with no context usage that is read all the same, for the usage event the
+   * service itself asked for: it passes as the worker sent it, less that event.
+   */
+  private void startWithoutContext(
+      Slot slot, boolean eventStream, UsageNames names, boolean requestStillStreaming, Outcome outcome) {
+    startGeneration(slot, eventStream, names, requestStillStreaming, null);
+    body.resolveContext(null, outcome);
+  }
+
+  /** The response body processors: the usual ones, or ones that take out an injected usage event. */
+  private ResponseProcessors processors() {
+    return removesInjectedUsage() ? injection.processors() : services.processors();
+  }
+
+  private boolean removesInjectedUsage() {
+    return injection != null && injection.removesUsage();
   }
 
   private ProcessingResponse noResponseBody(boolean requestStillStreaming, Outcome metadataOutcome) {

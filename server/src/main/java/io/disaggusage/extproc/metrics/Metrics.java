@@ -3,6 +3,8 @@ package io.disaggusage.extproc.metrics;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.inject.InjectionOutcome;
+import io.disaggusage.extproc.inject.UsageRemoval;
 import io.disaggusage.extproc.usage.UsageFigures;
 import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
@@ -67,6 +69,8 @@ public final class Metrics {
       new java.util.EnumMap<>(Message.class);
   private final Counter storeErrors;
   private final Counter waitsRefused;
+  private final Counter injections;
+  private final Counter injectedUsageEvents;
 
   public Metrics(PrometheusRegistry registry, Config.Metrics config) {
     this.registry = registry;
@@ -119,6 +123,22 @@ public final class Metrics {
             .help(
                 "Generation exchanges that did not wait for their context usage because limits.max_waiters"
                     + " exchanges already waited (usage passed through, outcome context_timeout)")
+            .register(registry);
+    this.injections =
+        Counter.builder()
+            .name("disagg_usage_include_usage_injections_total")
+            .help(
+                "Request bodies on handled paths seen with streaming.inject_include_usage on, by what was"
+                    + " done: injected, or why not")
+            .labelNames("outcome")
+            .register(registry);
+    this.injectedUsageEvents =
+        Counter.builder()
+            .name("disagg_usage_injected_usage_events_total")
+            .help(
+                "Exchanges whose request the service made ask for usage, by what became of the resulting"
+                    + " usage event: removed, absent (none came), leaked (the client received it)")
+            .labelNames("result")
             .register(registry);
   }
 
@@ -189,6 +209,22 @@ public final class Metrics {
 
   public long waitRefusedCount() {
     return (long) waitsRefused.get();
+  }
+
+  public void injection(InjectionOutcome outcome) {
+    injections.labelValues(outcome.label()).inc();
+  }
+
+  public long injectionCount(InjectionOutcome outcome) {
+    return (long) injections.labelValues(outcome.label()).get();
+  }
+
+  public void injectedUsageEvent(UsageRemoval result) {
+    injectedUsageEvents.labelValues(result.label()).inc();
+  }
+
+  public long injectedUsageEventCount(UsageRemoval result) {
+    return (long) injectedUsageEvents.labelValues(result.label()).get();
   }
 
   public void storeError(StoreOperation operation) {

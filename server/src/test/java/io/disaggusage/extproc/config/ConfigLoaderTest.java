@@ -267,6 +267,7 @@ class ConfigLoaderTest {
     changed.put("logging.level", "warn");
     changed.put("shutdown.drain_timeout", "0s");
     changed.put("limits.max_waiters", "15");
+    changed.put("streaming.inject_include_usage", "true");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
     changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
@@ -304,7 +305,8 @@ class ConfigLoaderTest {
                 new Config.Metrics(List.of("m1", "m2"), 5),
                 new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN),
                 new Config.Shutdown(Duration.ZERO),
-                new Config.Waiting(15)));
+                new Config.Waiting(15),
+                new Config.Streaming(true)));
   }
 
   @Test

@@ -132,7 +132,8 @@ class ConfigYamlTest {
             new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0),
             new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF),
             new Config.Shutdown(Duration.ofSeconds(90)),
-            new Config.Waiting(0));
+            new Config.Waiting(0),
+            new Config.Streaming(true));
 
     String yaml = ConfigLoader.toYaml(config);
 

@@ -40,7 +40,7 @@ class LimitsTest {
             new Config.Store(d.store().type(), d.store().ttl(), d.store().redisUri(), maxEntries,
                 d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
             d.metadata(), new Config.Limits(maxBody, maxEvent, d.limits().maxUsageBytes(), maxKey),
-            d.metrics(), d.logging(), d.shutdown(), new Config.Waiting(maxWaiters));
+            d.metrics(), d.logging(), d.shutdown(), new Config.Waiting(maxWaiters), d.streaming());
     store = new MemoryContextUsageStore(config.store().ttl(), maxEntries, ExchangeStreamFuzzTest.TIMER);
     metrics = Metrics.standalone();
     envoy = new DirectEnvoy(new ExtProcService(config, store, metrics, ExchangeStreamFuzzTest.TIMER));

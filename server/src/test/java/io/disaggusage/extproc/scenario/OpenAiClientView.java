@@ -65,6 +65,25 @@ final class OpenAiClientView {
     return all;
   }
 
+  /** A chat stream as a client reads it: the text of every delta, and every usage, in order. */
+  record ChatStream(String text, List<ClientUsage> usages) {}
+
+  /** Reads a chat stream with every chunk parsed and validated by the SDK, usage or not. */
+  static ChatStream chatStreamRead(String sse) throws Exception {
+    StringBuilder text = new StringBuilder();
+    List<ClientUsage> usages = new ArrayList<>();
+    for (String data : dataPayloads(sse)) {
+      if (data.equals("[DONE]")) {
+        continue;
+      }
+      ChatCompletionChunk chunk = MAPPER.readValue(data, ChatCompletionChunk.class);
+      chunk.validate();
+      chunk.choices().forEach(c -> c.delta().content().ifPresent(text::append));
+      chunk.usage().ifPresent(u -> usages.add(of(u)));
+    }
+    return new ChatStream(text.toString(), usages);
+  }
+
   static ClientUsage response(String json) throws Exception {
     Response r = MAPPER.readValue(json, Response.class);
     return of(r.usage().orElseThrow());

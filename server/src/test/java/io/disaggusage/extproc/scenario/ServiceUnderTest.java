@@ -122,7 +122,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.limits(),
         d.metrics(),
         d.logging(),
-        d.shutdown(), d.waiting());
+        d.shutdown(), d.waiting(), d.streaming());
   }
 
   public static Config testConfig() {

@@ -1,0 +1,27 @@
+package io.disaggusage.extproc.inject;
+
+/**
+ * What became of the usage event that an injected request made the engine send (metric label
+ * {@code result} of {@code disagg_usage_injected_usage_events_total}); one per injected exchange.
+ */
+public enum UsageRemoval {
+  /** Taken out of the stream after its numbers were used: the client saw what it would have seen. */
+  REMOVED("removed"),
+  /** The response had none (an error status, a JSON body, or a stream that carried no usage). */
+  ABSENT("absent"),
+  /**
+   * The service could not take it out (a compressed response, or the exchange was abandoned after an
+   * internal error): the client received it.
+   */
+  LEAKED("leaked");
+
+  private final String label;
+
+  UsageRemoval(String label) {
+    this.label = label;
+  }
+
+  public String label() {
+    return label;
+  }
+}
