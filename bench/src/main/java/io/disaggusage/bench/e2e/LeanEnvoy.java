@@ -91,7 +91,11 @@ final class LeanEnvoy {
             .putFields("xds.cluster_name", Value.newBuilder().setStringValue(shape.cluster()).build()).build())
         .build();
     ExternalProcessorGrpc.newStub(channel).process(call);
-    call.out.onNext(call.requestHeaders); // nothing else sends until its reply arrives
+    // The reply can arrive, and its callback send the next message, before this onNext returns: a
+    // call's sends are serialized on the call (a ClientCall is not thread-safe).
+    synchronized (call) {
+      call.out.onNext(call.requestHeaders);
+    }
     return call.done;
   }
 
@@ -119,7 +123,7 @@ final class LeanEnvoy {
     }
 
     @Override
-    public void onNext(ProcessingResponse reply) {
+    public synchronized void onNext(ProcessingResponse reply) {
       switch (step) {
         case REQUEST_HEADERS -> {
           expect(reply.hasRequestHeaders()
