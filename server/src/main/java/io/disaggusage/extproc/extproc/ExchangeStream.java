@@ -388,7 +388,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     bytesIn += chunk.getBody().size();
     if (body == null || abandoned) {
       if (giveBack.length > 0) {
-        byte[] owed = Bytes.concat(giveBack, chunk.getBody().toByteArray());
+        byte[] owed = Bytes.concat(giveBack, BodyBytes.of(chunk.getBody()));
         giveBack = EMPTY;
         bytesOut += owed.length;
         complete(slot, EnvoyMessages.body(false, ByteString.copyFrom(owed), null));
@@ -398,7 +398,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       }
       return;
     }
-    byte[] bytes = chunk.getBody().toByteArray();
+    byte[] bytes = BodyBytes.of(chunk.getBody());
     body.accept(bytes);
     if (end) {
       body.finish();

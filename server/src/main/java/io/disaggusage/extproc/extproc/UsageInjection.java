@@ -102,11 +102,11 @@ final class UsageInjection {
       if (pending.length == 0) {
         return null;
       }
-      byte[] out = Bytes.concat(pending, chunk.getBody().toByteArray());
+      byte[] out = Bytes.concat(pending, BodyBytes.of(chunk.getBody()));
       pending = Bytes.EMPTY;
       return ByteString.copyFrom(out);
     }
-    byte[] in = chunk.getBody().toByteArray();
+    byte[] in = BodyBytes.of(chunk.getBody());
     byte[] out = injector.accept(in, chunk.getEndOfStream(), this::eligibleLeg);
     if (injector.outcome() != null) {
       finished();
