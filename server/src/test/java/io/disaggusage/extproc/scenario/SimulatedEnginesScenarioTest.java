@@ -20,8 +20,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -31,18 +29,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * SDK reads, the service corrects them under any chunking and in both orders, and the corrected counts
  * are the context worker's prefix-cache truth, on a cold prompt and on the same prompt again.
  */
-class SimulatedEnginesScenarioTest {
-  ServiceUnderTest service;
-
-  @BeforeEach
-  void start() throws Exception {
-    service = new ServiceUnderTest(ServiceUnderTest.testConfig());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    service.close();
-  }
+class SimulatedEnginesScenarioTest extends ScenarioFixture {
 
   static Stream<Arguments> flows() {
     List<Function<PrefixCache, DisaggEngine>> families = List.of(TrtLlmEngine::new, VllmEngine::new);
