@@ -72,23 +72,31 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
 
   @Override
   public void accept(byte[] chunk) {
-    if (passesUnchanged(chunk)) {
-      skim(chunk);
+    if (!mayPassUnchanged(chunk)) {
+      framer.feed(chunk);
+      forwardSafePrefix(chunk);
       return;
     }
-    framer.feed(chunk);
-    forwardSafePrefix(chunk);
+    int key = framer.skimUntil(chunk, USAGE_KEY, USAGE_KEY_ANCHOR);
+    releaseSkimmed(chunk, key);
+    if (key < chunk.length) {
+      // From the key on, the usual way: the event holding it is framed, parsed and rewritten.
+      byte[] rest = java.util.Arrays.copyOfRange(chunk, key, chunk.length);
+      framer.feed(rest);
+      forwardSafePrefix(rest);
+    }
   }
 
   /**
-   * Whether {@code chunk} leaves exactly as it came, decided before framing it: nothing is held or
-   * kept back, and no {@code "usage"} key starts in it (nor straddles into it from the event still
-   * being received, whose start went out already). Every event completing in it is then content,
-   * and the event it leaves incomplete may go out up to the chunk's end. This is nearly every chunk
-   * of a stream, so they skip item building, copies and the join in {@link #takeReady}: the reply
-   * carries the caller's own array, which {@code ExchangeStream} recognises as unchanged.
+   * Whether {@code chunk} may leave exactly as it came, up to the first {@code "usage"} key in it:
+   * nothing is held or kept back, and no key straddles into it from the event still being received
+   * (whose start went out already). Every event completing before the key is then content, and the
+   * bytes before the key may go out whatever follows. So nearly every chunk of a stream — those with
+   * no key at all — is framed in one pass together with the key search, without building or copying
+   * its events, and leaves as the caller's own array, which {@code ExchangeStream} recognises as
+   * unchanged.
    */
-  private boolean passesUnchanged(byte[] chunk) {
+  private boolean mayPassUnchanged(byte[] chunk) {
     if (abandoning || !held.isEmpty()) {
       return false;
     }
@@ -97,15 +105,15 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
         && (framer.bytesFed() - partial != partialStart || partialStopped || alreadyReleased != partial)) {
       return false; // the event still being received has bytes kept back
     }
-    return straddlingUsageKey(chunk, 0, chunk.length, partial == 0 ? 0 : partialTail) < 0
-        && ByteSearch.indexOf(chunk, 0, chunk.length, USAGE_KEY, USAGE_KEY_ANCHOR) < 0;
+    return straddlingUsageKey(chunk, 0, chunk.length, partial == 0 ? 0 : partialTail) < 0;
   }
 
-  /** Frames a chunk known to pass unchanged, and releases all of it. */
-  private void skim(byte[] chunk) {
-    framer.skim(chunk);
-    ready.add(chunk);
-    readyBytes += chunk.length;
+  /** Releases {@code chunk[0, length)}, just skimmed, and notes how much of the partial event went out. */
+  private void releaseSkimmed(byte[] chunk, int length) {
+    if (length > 0) {
+      ready.add(length == chunk.length ? chunk : java.util.Arrays.copyOfRange(chunk, 0, length));
+      readyBytes += length;
+    }
     int partial = framer.heldBytes();
     long heldStart = framer.bytesFed() - partial;
     if (heldStart != partialStart) {
@@ -114,9 +122,9 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       partialTail = 0;
     }
     alreadyReleased = partial;
-    int inChunk = Math.min(partial, chunk.length);
+    int inChunk = Math.min(partial, length);
     if (inChunk > 0) {
-      rememberTail(chunk, chunk.length - inChunk, inChunk);
+      rememberTail(chunk, length - inChunk, inChunk);
     }
   }
 

@@ -43,6 +43,26 @@ public final class ByteSearch {
     return to;
   }
 
+  /** Index of the first {@code \n}, {@code \r} or {@code other} in {@code a[from, to)}; {@code to} when none. */
+  public static int lineBreakOr(byte[] a, int from, int to, byte other) {
+    long others = ONES * (other & 0xFF);
+    int i = from;
+    for (; i + Long.BYTES <= to; i += Long.BYTES) {
+      long w = (long) LONGS.get(a, i);
+      long found = zeroBytes(w ^ LFS) | zeroBytes(w ^ CRS) | zeroBytes(w ^ others);
+      if (found != 0) {
+        return i + (Long.numberOfTrailingZeros(found) >>> 3);
+      }
+    }
+    for (; i < to; i++) {
+      byte b = a[i];
+      if (b == '\n' || b == '\r' || b == other) {
+        return i;
+      }
+    }
+    return to;
+  }
+
   /**
    * Index of the first occurrence of {@code needle} wholly inside {@code a[from, to)}; -1 when none.
    * The search runs on {@code needle[anchor]}, so pass the index of a byte that is rare in the text
@@ -73,7 +93,8 @@ public final class ByteSearch {
     return -1;
   }
 
-  private static boolean matchesAt(byte[] a, int start, byte[] needle) {
+  /** Whether {@code needle} occurs at {@code a[start]} (the caller keeps it inside {@code a}). */
+  public static boolean matchesAt(byte[] a, int start, byte[] needle) {
     for (int k = 0; k < needle.length; k++) {
       if (a[start + k] != needle[k]) {
         return false;

@@ -107,6 +107,10 @@ public final class SseFramer {
   private byte[] scratch;
   /** False while {@link #skim} runs: completed items are dropped, not built. */
   private boolean delivering = true;
+  /** While {@link #skimUntil} runs: the needle it stops at, its search byte, and where it stopped. */
+  private byte[] watch;
+  private int watchAnchor;
+  private int stoppedAt;
 
   /**
    * @param maxEventBytes largest event (raw bytes, terminator included) that is framed; larger events
@@ -191,6 +195,27 @@ public final class SseFramer {
       feed(chunk, 0, chunk.length);
     } finally {
       delivering = true;
+    }
+  }
+
+  /**
+   * {@link #skim} up to the first occurrence of {@code needle} that lies wholly inside {@code chunk},
+   * found in the same pass as the line ends (a needle without line-end bytes; the search runs on
+   * {@code needle[anchor]}, see {@link ByteSearch#indexOf}). Returns where the needle starts, having
+   * framed exactly {@code chunk[0, p)} as {@code skim} would; the caller feeds the rest. Returns
+   * {@code chunk.length} when the needle does not occur: the whole chunk was skimmed.
+   */
+  public int skimUntil(byte[] chunk, byte[] needle, int anchor) {
+    delivering = false;
+    watch = needle;
+    watchAnchor = anchor;
+    stoppedAt = -1;
+    try {
+      feed(chunk, 0, chunk.length);
+      return stoppedAt < 0 ? chunk.length : stoppedAt;
+    } finally {
+      delivering = true;
+      watch = null;
     }
   }
 
@@ -282,7 +307,18 @@ public final class SseFramer {
           continue;
         }
       }
-      int j = ByteSearch.lineBreak(c, i, end);
+      int j;
+      if (watch == null) {
+        j = ByteSearch.lineBreak(c, i, end);
+      } else {
+        j = lineBreakOrWatched(c, off, i, end);
+        if (stoppedAt >= 0) {
+          // Stop as if the chunk ended where the needle starts: no line end lies in [i, stoppedAt).
+          bytesFed -= end - stoppedAt;
+          end = stoppedAt;
+          j = end;
+        }
+      }
       if (oversize && j > i && chunkPos + (j - off) > bomEnd()) {
         lineHasContent = true;
       }
@@ -337,6 +373,27 @@ public final class SseFramer {
       emitOversizePiece(c, off, itemStart, end);
     } else {
       hold(c, off, itemStart, end);
+    }
+  }
+
+  /**
+   * The first line end in {@code c[i, end)} ({@code end} when none), unless the watched needle starts
+   * before it, wholly inside {@code c[off, end)}: then {@link #stoppedAt} is set to its start.
+   */
+  private int lineBreakOrWatched(byte[] c, int off, int i, int end) {
+    byte anchorByte = watch[watchAnchor];
+    int j = i;
+    while (true) {
+      j = ByteSearch.lineBreakOr(c, j, end, anchorByte);
+      if (j == end || c[j] == '\n' || c[j] == '\r') {
+        return j;
+      }
+      int start = j - watchAnchor;
+      if (start >= off && start + watch.length <= end && ByteSearch.matchesAt(c, start, watch)) {
+        stoppedAt = start;
+        return j;
+      }
+      j++;
     }
   }
 

@@ -57,6 +57,67 @@ class SseFramerSkimTest {
     }
   }
 
+  private static final byte[] USAGE = "\"usage\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+  /**
+   * {@link SseFramer#skimUntil}: it stops where the first needle wholly inside the chunk starts, and
+   * framing then goes on exactly as if the chunk had been cut there, the part before skimmed.
+   */
+  @ParameterizedTest(name = "{0} cap {2}")
+  @MethodSource("cases")
+  void skimUntilStopsAtTheFirstNeedleAsIfTheChunkWereCutThere(String name, byte[] stream, int cap) {
+    Random rnd = new Random(SEED ^ name.hashCode() ^ cap ^ 0x7E11);
+    for (int trial = 0; trial < 40; trial++) {
+      int[] cuts = randomCuts(rnd, stream.length);
+      List<SseItem> sink = new ArrayList<>();
+      SseFramer framer = new SseFramer(cap, sink::add);
+      // The reference: every chunk with a needle cut again at the needle, its first part skimmed.
+      List<Integer> refCuts = new ArrayList<>();
+      List<Boolean> refSkim = new ArrayList<>();
+      List<List<Desc>> got = new ArrayList<>();
+      int prev = 0;
+      for (int i = 0; i <= cuts.length; i++) {
+        int cut = i < cuts.length ? cuts[i] : stream.length;
+        byte[] chunk = Arrays.copyOfRange(stream, prev, cut);
+        boolean watched = rnd.nextBoolean();
+        if (watched) {
+          int p = framer.skimUntil(chunk, USAGE, 4);
+          int expectedStop = ByteSearch.indexOf(chunk, 0, chunk.length, USAGE, 0);
+          assertThat(p).as("%s chunk %d", name, i).isEqualTo(expectedStop < 0 ? chunk.length : expectedStop);
+          assertThat(sink).isEmpty();
+          framer.feed(Arrays.copyOfRange(chunk, p, chunk.length));
+          refCuts.add(prev + p);
+          refSkim.add(true);
+        } else {
+          framer.feed(chunk);
+        }
+        got.add(describe(new ArrayList<>(sink)));
+        sink.clear();
+        if (i < cuts.length) {
+          refCuts.add(cut);
+        }
+        refSkim.add(false);
+        prev = cut;
+      }
+      framer.finish();
+      got.add(describe(new ArrayList<>(sink)));
+      boolean[] skim = new boolean[refSkim.size()];
+      for (int k = 0; k < skim.length; k++) {
+        skim[k] = refSkim.get(k);
+      }
+      List<List<Desc>> ref = run(stream, cap, refCuts.stream().mapToInt(Integer::intValue).toArray(), skim);
+      List<List<Desc>> expected = new ArrayList<>();
+      for (int k = 0; k < skim.length; k++) {
+        if (!skim[k]) {
+          expected.add(ref.get(k));
+        }
+      }
+      expected.add(ref.get(skim.length)); // finish
+      assertThat(got).as("%s cuts %s", name, Arrays.toString(cuts)).isEqualTo(expected);
+      assertThat(framer.oversizeEventCount()).isEqualTo(Long.parseLong(ref.get(skim.length + 1).get(0).raw()));
+    }
+  }
+
   /**
    * Items delivered per chunk (skimmed or fed as flagged), the last list being those of finish(), then
    * the oversize count as a one-element list.
