@@ -74,16 +74,15 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   public void accept(byte[] chunk) {
     if (!mayPassUnchanged(chunk)) {
       framer.feed(chunk);
-      forwardSafePrefix(chunk);
+      forwardSafePrefix(chunk, 0);
       return;
     }
     int key = framer.skimUntil(chunk, USAGE_KEY, USAGE_KEY_ANCHOR);
     releaseSkimmed(chunk, key);
     if (key < chunk.length) {
       // From the key on, the usual way: the event holding it is framed, parsed and rewritten.
-      byte[] rest = java.util.Arrays.copyOfRange(chunk, key, chunk.length);
-      framer.feed(rest);
-      forwardSafePrefix(rest);
+      framer.feed(chunk, key, chunk.length - key);
+      forwardSafePrefix(chunk, key);
     }
   }
 
@@ -115,12 +114,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       readyBytes += length;
     }
     int partial = framer.heldBytes();
-    long heldStart = framer.bytesFed() - partial;
-    if (heldStart != partialStart) {
-      partialStart = heldStart;
-      partialStopped = false;
-      partialTail = 0;
-    }
+    notePartialEvent();
     alreadyReleased = partial;
     int inChunk = Math.min(partial, length);
     if (inChunk > 0) {
@@ -133,25 +127,21 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
    * rewrite only ever changes the usage value, which comes after its key, so those bytes go out the
    * same whatever the rest of the event holds. Content events cut by a chunk boundary then leave with
    * their chunk, and the reply usually needs no body mutation at all. When the event completes, the
-   * bytes already released are not released again ({@link #release}).
+   * bytes already released are not released again ({@link #release}). {@code chunk[start, end)} is
+   * what was just fed.
    */
-  private void forwardSafePrefix(byte[] chunk) {
-    long heldStart = framer.bytesFed() - framer.heldBytes();
-    if (heldStart != partialStart) {
-      partialStart = heldStart; // a new partial event: nothing of it released yet
-      partialStopped = false;
-      partialTail = 0;
-    }
+  private void forwardSafePrefix(byte[] chunk, int start) {
+    long heldStart = notePartialEvent();
     if (partialStopped || abandoning || !held.isEmpty() || framer.heldBytes() == 0) {
       return;
     }
-    long chunkStart = framer.bytesFed() - chunk.length;
+    long chunkStart = framer.bytesFed() - (chunk.length - start);
     long from = heldStart + alreadyReleased;
     if (from < chunkStart) {
       partialStopped = true; // bytes before this chunk were kept back: keep the rest with them
       return;
     }
-    int offset = (int) (from - chunkStart);
+    int offset = start + (int) (from - chunkStart);
     int length = chunk.length - offset;
     int usage = indexOfUsageKey(chunk, offset, length);
     int safe = usage < 0 ? length : usage;
@@ -170,6 +160,20 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       alreadyReleased += safe;
       rememberTail(chunk, offset, safe);
     }
+  }
+
+  /**
+   * Where the event the framer holds starts in the stream; when that is a new event, nothing of it
+   * has been released or stopped yet.
+   */
+  private long notePartialEvent() {
+    long heldStart = framer.bytesFed() - framer.heldBytes();
+    if (heldStart != partialStart) {
+      partialStart = heldStart;
+      partialStopped = false;
+      partialTail = 0;
+    }
+    return heldStart;
   }
 
   private static final byte[] USAGE_KEY = {'"', 'u', 's', 'a', 'g', 'e', '"'};
