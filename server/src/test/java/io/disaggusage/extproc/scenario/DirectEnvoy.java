@@ -99,20 +99,7 @@ public final class DirectEnvoy {
 
     /** The request body in these chunks; the last carries end_of_stream. Skipped when the mode says so. */
     public Stream requestBody(List<byte[]> chunks) {
-      if (mode.getRequestBodyMode() != BodySendMode.STREAMED) {
-        chunks.forEach(upstream::writeBytes);
-        return this;
-      }
-      for (int i = 0; i < chunks.size(); i++) {
-        byte[] c = chunks.get(i);
-        send(
-            Kind.REQUEST_BODY,
-            c,
-            ProcessingRequest.newBuilder()
-                .setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFrom(c)).setEndOfStream(i == chunks.size() - 1))
-                .build());
-      }
-      return this;
+      return body(true, chunks);
     }
 
     /** Response headers; skipped when the mode says so. */
@@ -132,18 +119,24 @@ public final class DirectEnvoy {
 
     /** The response body in these chunks; passes untouched when the mode does not stream it. */
     public Stream responseBody(List<byte[]> chunks) {
-      if (mode.getResponseBodyMode() != BodySendMode.STREAMED) {
-        chunks.forEach(client::writeBytes);
+      return body(false, chunks);
+    }
+
+    /** Body chunks of one direction as STREAMED messages, or straight through when not streamed. */
+    private Stream body(boolean request, List<byte[]> chunks) {
+      BodySendMode bodyMode = request ? mode.getRequestBodyMode() : mode.getResponseBodyMode();
+      if (bodyMode != BodySendMode.STREAMED) {
+        chunks.forEach((request ? upstream : client)::writeBytes);
         return this;
       }
       for (int i = 0; i < chunks.size(); i++) {
         byte[] c = chunks.get(i);
+        HttpBody body = HttpBody.newBuilder().setBody(ByteString.copyFrom(c)).setEndOfStream(i == chunks.size() - 1).build();
+        ProcessingRequest.Builder message = ProcessingRequest.newBuilder();
         send(
-            Kind.RESPONSE_BODY,
+            request ? Kind.REQUEST_BODY : Kind.RESPONSE_BODY,
             c,
-            ProcessingRequest.newBuilder()
-                .setResponseBody(HttpBody.newBuilder().setBody(ByteString.copyFrom(c)).setEndOfStream(i == chunks.size() - 1))
-                .build());
+            (request ? message.setRequestBody(body) : message.setResponseBody(body)).build());
       }
       return this;
     }
