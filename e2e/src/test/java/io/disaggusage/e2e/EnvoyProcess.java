@@ -1,0 +1,154 @@
+package io.disaggusage.e2e;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.e2e.ShippedBootstrap.Topology;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A real Envoy release running the shipped bootstrap with a test's ports. Its access log (the shipped
+ * stdout logger) lands in a file the test reads; its admin port answers {@code /stats} and
+ * {@code /clusters}. Hot restart is disabled, so several Envoys can run side by side.
+ */
+final class EnvoyProcess implements AutoCloseable {
+  private final String release;
+  private final Topology topology;
+  private final Path accessLog;
+  private final Path log;
+  private final Process process;
+
+  private EnvoyProcess(String release, Topology topology, Path accessLog, Path log, Process process) {
+    this.release = release;
+    this.topology = topology;
+    this.accessLog = accessLog;
+    this.log = log;
+    this.process = process;
+  }
+
+  /** Starts Envoy {@code release} on the shipped bootstrap and waits until its admin says LIVE. */
+  static EnvoyProcess start(String name, String release, Topology topology) {
+    return start(name, release, ShippedBootstrap.rewrite(Tools.shippedBootstrap(), topology), topology);
+  }
+
+  /** Starts Envoy on a bootstrap the caller derived from the shipped one. */
+  static EnvoyProcess start(String name, String release, ObjectNode bootstrap, Topology topology) {
+    Path dir = Tools.logs();
+    Path config = dir.resolve(name + ".yaml");
+    Path accessLog = dir.resolve(name + ".access.log");
+    Path log = dir.resolve(name + ".envoy.log");
+    try {
+      Files.writeString(config, ShippedBootstrap.yaml(bootstrap));
+      Files.deleteIfExists(accessLog);
+      Files.deleteIfExists(log);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    List<String> command = new ArrayList<>(List.of(
+        Tools.envoy(release).toString(), "-c", config.toString(), "--disable-hot-restart",
+        "--file-flush-interval-msec", "20", "-l", "info", "--component-log-level", "ext_proc:debug"));
+    EnvoyProcess envoy = new EnvoyProcess(release, topology, accessLog, log, Processes.start(command, accessLog, log));
+    Processes.await("Envoy " + release + " admin LIVE", Duration.ofSeconds(30), () -> {
+      if (!envoy.process.isAlive()) {
+        throw new AssertionError("Envoy " + release + " exited: " + envoy.tail());
+      }
+      return Http.ok(envoy.adminUrl("/ready"));
+    });
+    return envoy;
+  }
+
+  String release() {
+    return release;
+  }
+
+  String contextUrl(String path) {
+    return "http://127.0.0.1:" + topology.contextListener() + path;
+  }
+
+  String generationUrl(String path) {
+    return "http://127.0.0.1:" + topology.generationListener() + path;
+  }
+
+  String adminUrl(String path) {
+    return "http://127.0.0.1:" + topology.adminPort() + path;
+  }
+
+  /** Waits until every ext_proc endpoint passed its active health check. */
+  void awaitExtProcHealthy(Duration timeout) {
+    Processes.await("ext_proc hosts healthy in Envoy " + release, timeout, () -> unhealthyExtProcHosts() == 0);
+  }
+
+  /** How many ext_proc cluster hosts Envoy does not consider healthy. */
+  long unhealthyExtProcHosts() {
+    long unhealthy = 0;
+    for (String line : Http.body(adminUrl("/clusters")).split("\n")) {
+      if (line.startsWith("disagg_usage_extproc::") && line.contains("::health_flags::")) {
+        unhealthy += line.endsWith("::healthy") ? 0 : 1;
+      }
+    }
+    return unhealthy;
+  }
+
+  /** Every counter and gauge whose name starts with {@code prefix}. */
+  Map<String, Long> stats(String prefix) {
+    Map<String, Long> stats = new LinkedHashMap<>();
+    for (String line : Http.body(adminUrl("/stats?filter=" + prefix)).split("\n")) {
+      int colon = line.lastIndexOf(": ");
+      if (colon > 0 && line.startsWith(prefix)) {
+        try {
+          stats.put(line.substring(0, colon), Long.parseLong(line.substring(colon + 2).trim()));
+        } catch (NumberFormatException histogram) {
+          // histograms print quantiles, not a number
+        }
+      }
+    }
+    return stats;
+  }
+
+  /** One ext_proc counter of a listener ({@code context_egress} or {@code generation_egress}). */
+  long extProcCounter(String listener, String counter) {
+    return stats("http." + listener + ".ext_proc.").getOrDefault("http." + listener + ".ext_proc." + counter, 0L);
+  }
+
+  /** The access log lines written so far. */
+  List<AccessLogLine> accessLog() {
+    try {
+      return Files.readAllLines(accessLog, StandardCharsets.UTF_8).stream()
+          .filter(line -> line.startsWith("["))
+          .map(AccessLogLine::parse)
+          .toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The last lines of Envoy's own log, for failure messages. */
+  String tail() {
+    try {
+      List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+      return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    } catch (IOException e) {
+      return "(no log: " + e.getMessage() + ")";
+    }
+  }
+
+  Path log() {
+    return log;
+  }
+
+  boolean isAlive() {
+    return process.isAlive();
+  }
+
+  @Override
+  public void close() {
+    Processes.stop(process, Duration.ofSeconds(5));
+  }
+}

@@ -1,0 +1,20 @@
+package io.disaggusage.e2e;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+
+/** Loopback ports nobody listens on, for processes that must be told their port before they start. */
+final class FreePorts {
+  private FreePorts() {}
+
+  static int next() {
+    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      socket.setReuseAddress(true);
+      return socket.getLocalPort();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

@@ -1,0 +1,42 @@
+package io.disaggusage.e2e;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+/** Small HTTP/1.1 GETs against admin ports; null when nothing answers. */
+final class Http {
+  static final HttpClient CLIENT =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
+
+  private Http() {}
+
+  static HttpResponse<String> get(String url) {
+    try {
+      return CLIENT.send(
+          HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).GET().build(),
+          HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static boolean ok(String url) {
+    HttpResponse<String> response = get(url);
+    return response != null && response.statusCode() == 200;
+  }
+
+  static String body(String url) {
+    HttpResponse<String> response = get(url);
+    if (response == null || response.statusCode() != 200) {
+      throw new AssertionError("GET " + url + " failed: " + (response == null ? "no answer" : response.statusCode()));
+    }
+    return response.body();
+  }
+}

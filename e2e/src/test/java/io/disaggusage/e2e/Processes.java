@@ -1,0 +1,83 @@
+package io.disaggusage.e2e;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/** Starting, signalling and awaiting the child processes of a test. */
+final class Processes {
+  private Processes() {}
+
+  /** Starts {@code command} with stdout and stderr appended to {@code stdout} and {@code stderr}. */
+  static Process start(List<String> command, Path stdout, Path stderr) {
+    try {
+      return new ProcessBuilder(command)
+          .redirectOutput(ProcessBuilder.Redirect.appendTo(stdout.toFile()))
+          .redirectError(ProcessBuilder.Redirect.appendTo(stderr.toFile()))
+          .start();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot start " + command.get(0), e);
+    }
+  }
+
+  /** Sends a signal by name (STOP, CONT, KILL, TERM) to a process. */
+  static void signal(Process process, String signal) {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start();
+      if (!kill.waitFor(5, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new IllegalStateException("kill -" + signal + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Ends a process: SIGTERM, then SIGKILL after {@code grace}. */
+  static void stop(Process process, Duration grace) {
+    if (process == null || !process.isAlive()) {
+      return;
+    }
+    process.destroy();
+    try {
+      if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Polls {@code condition} every 10 ms until it holds; fails with {@code what} after {@code timeout}. */
+  static void await(String what, Duration timeout, BooleanSupplier condition) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for " + what);
+      }
+      sleepMillis(10);
+    }
+  }
+
+  /** Polls like {@link #await} and returns how long the condition took to hold. */
+  static Duration time(String what, Duration timeout, BooleanSupplier condition) {
+    long start = System.nanoTime();
+    await(what, timeout, condition);
+    return Duration.ofNanos(System.nanoTime() - start);
+  }
+
+  static void sleepMillis(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,87 @@
+package io.disaggusage.e2e;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * {@code deploy/envoy/envoy.yaml} as a test runs it: only the admin port, the two listeners' addresses
+ * and the endpoints of the three clusters change. Everything a user deploys — filter settings, timeouts,
+ * health checks, access log — is the shipped file's. A shape the rewrite does not expect fails loudly,
+ * so the test cannot silently run a config other than the shipped one.
+ */
+final class ShippedBootstrap {
+  static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+  /** The ports a test assigns; each worker and service list becomes the cluster's endpoints. */
+  record Topology(
+      int adminPort,
+      int contextListener,
+      int generationListener,
+      List<Integer> contextWorkers,
+      List<Integer> generationWorkers,
+      List<Integer> services) {}
+
+  private ShippedBootstrap() {}
+
+  static ObjectNode rewrite(Path shipped, Topology topology) {
+    ObjectNode root;
+    try {
+      root = (ObjectNode) YAML.readTree(shipped.toFile());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    socket(root.path("admin").path("address"), topology.adminPort());
+    ObjectNode resources = (ObjectNode) root.path("static_resources");
+    socket(named(resources, "listeners", "context_egress").path("address"), topology.contextListener());
+    socket(named(resources, "listeners", "generation_egress").path("address"), topology.generationListener());
+    endpoints(named(resources, "clusters", "context"), topology.contextWorkers());
+    endpoints(named(resources, "clusters", "generation"), topology.generationWorkers());
+    endpoints(named(resources, "clusters", "disagg_usage_extproc"), topology.services());
+    return root;
+  }
+
+  static String yaml(JsonNode bootstrap) {
+    try {
+      return YAML.writeValueAsString(bootstrap);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  static ObjectNode named(JsonNode parent, String list, String name) {
+    for (JsonNode item : parent.path(list)) {
+      if (name.equals(item.path("name").asText())) {
+        return (ObjectNode) item;
+      }
+    }
+    throw new AssertionError("the shipped bootstrap has no " + list + " entry named " + name);
+  }
+
+  private static void socket(JsonNode address, int port) {
+    if (!(address.path("socket_address") instanceof ObjectNode socket)) {
+      throw new AssertionError("expected a socket_address in " + address);
+    }
+    socket.put("address", "127.0.0.1");
+    socket.put("port_value", port);
+  }
+
+  private static void endpoints(ObjectNode cluster, List<Integer> ports) {
+    JsonNode localities = cluster.path("load_assignment").path("endpoints");
+    if (localities.size() != 1 || localities.get(0).path("lb_endpoints").size() != 1) {
+      throw new AssertionError("expected one locality with one endpoint in cluster " + cluster.path("name"));
+    }
+    ArrayNode endpoints = ((ObjectNode) localities.get(0)).putArray("lb_endpoints");
+    for (int port : ports) {
+      ObjectNode socket = endpoints.addObject().putObject("endpoint").putObject("address").putObject("socket_address");
+      socket.put("address", "127.0.0.1");
+      socket.put("port_value", port);
+    }
+  }
+}

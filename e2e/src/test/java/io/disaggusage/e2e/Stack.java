@@ -1,0 +1,55 @@
+package io.disaggusage.e2e;
+
+import io.disaggusage.e2e.ShippedBootstrap.Topology;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One deployment as a user runs it: a context worker and a generation worker, {@code replicas} service
+ * processes, and one real Envoy release on the shipped bootstrap in front of them all.
+ */
+final class Stack implements AutoCloseable {
+  final Worker context;
+  final Worker generation;
+  final List<ServiceProcess> services;
+  final EnvoyProcess envoy;
+
+  private Stack(Worker context, Worker generation, List<ServiceProcess> services, EnvoyProcess envoy) {
+    this.context = context;
+    this.generation = generation;
+    this.services = services;
+    this.envoy = envoy;
+  }
+
+  /** Starts services (ready), then Envoy, then waits until Envoy's health checks pass them. */
+  static Stack start(String name, String release, int replicas, String... serviceSettings) {
+    Worker context = new Worker(name + "-context");
+    Worker generation = new Worker(name + "-generation");
+    List<ServiceProcess> services = new ArrayList<>();
+    for (int i = 0; i < replicas; i++) {
+      services.add(ServiceProcess.started(name + "-service-" + i, serviceSettings));
+    }
+    EnvoyProcess envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology(context, generation, services));
+    envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
+    return new Stack(context, generation, services, envoy);
+  }
+
+  static Topology topology(Worker context, Worker generation, List<ServiceProcess> services) {
+    return new Topology(
+        FreePorts.next(), FreePorts.next(), FreePorts.next(), List.of(context.port()), List.of(generation.port()),
+        services.stream().map(ServiceProcess::grpcPort).toList());
+  }
+
+  ServiceProcess service() {
+    return services.get(0);
+  }
+
+  @Override
+  public void close() {
+    envoy.close();
+    services.forEach(ServiceProcess::close);
+    context.close();
+    generation.close();
+  }
+}

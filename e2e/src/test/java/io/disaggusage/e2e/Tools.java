@@ -1,0 +1,102 @@
+package io.disaggusage.e2e;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Where the end-to-end suite finds the programs it starts. {@code scripts/install-test-tools} installs
+ * them, pinned, under the git-ignored {@code .tools/bin}; a missing one fails the test that needs it with
+ * the command that installs it — never a skip.
+ */
+public final class Tools {
+  private static final String INSTALL =
+      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients and redis-server into .tools/)";
+
+  private Tools() {}
+
+  /** The repository root (the parent of the e2e module). */
+  public static Path root() {
+    String root = System.getProperty("project.root");
+    if (root == null) {
+      return Path.of("..").toAbsolutePath().normalize();
+    }
+    return Path.of(root).toAbsolutePath().normalize();
+  }
+
+  /** The Envoy releases every test runs on, newest first. */
+  public static List<String> envoyReleases() {
+    return Arrays.stream(System.getProperty("e2e.envoy.releases", "1.40.0,1.36.2").split(","))
+        .map(String::trim)
+        .filter(s -> !s.isEmpty())
+        .toList();
+  }
+
+  /** The newest pinned release, for tests that need one Envoy, not every release. */
+  public static String newestEnvoy() {
+    return envoyReleases().get(0);
+  }
+
+  /** The Envoy binary of {@code release}. */
+  public static Path envoy(String release) {
+    return installed("envoy-" + release, "Envoy " + release);
+  }
+
+  /** The Python of the virtualenv holding the official OpenAI and Anthropic SDKs. */
+  public static Path pythonClients() {
+    return installed("python-clients", "the OpenAI/Anthropic Python SDK virtualenv");
+  }
+
+  public static Path redisServer() {
+    return installed("redis-server", "redis-server");
+  }
+
+  public static Path curl() {
+    Path curl = Path.of("/usr/bin/curl");
+    if (!Files.isExecutable(curl)) {
+      throw new AssertionError("curl is not installed: apt-get install curl");
+    }
+    return curl;
+  }
+
+  /** The service as shipped: the jar {@code mvn package} builds. */
+  public static Path serviceJar() {
+    Path jar = root().resolve("server/target/disagg-usage-extproc.jar");
+    if (!Files.isRegularFile(jar)) {
+      throw new AssertionError(jar + " is missing: build it with mvn -B -DskipTests package (mvn verify builds it first)");
+    }
+    return jar;
+  }
+
+  /** The shipped Envoy bootstrap the tests run, rewriting only ports and addresses. */
+  public static Path shippedBootstrap() {
+    return root().resolve("deploy/envoy/envoy.yaml");
+  }
+
+  /** A folder for this run's process logs, kept for a failure's post-mortem. */
+  public static Path logs() {
+    Path dir = root().resolve("e2e/target/e2e-logs");
+    try {
+      Files.createDirectories(dir);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return dir;
+  }
+
+  private static Path installed(String name, String what) {
+    Path override = envOverride(name);
+    Path path = override != null ? override : root().resolve(".tools/bin").resolve(name);
+    if (!Files.isExecutable(path)) {
+      throw new AssertionError(what + " is not installed (" + root().relativize(path.toAbsolutePath()) + "): " + INSTALL);
+    }
+    return path;
+  }
+
+  /** E2E_ENVOY_1_40_0=/path/to/envoy and the like point a test at a program installed elsewhere. */
+  private static Path envOverride(String name) {
+    String value = System.getenv("E2E_" + name.toUpperCase(java.util.Locale.ROOT).replaceAll("[^A-Z0-9]", "_"));
+    return value == null || value.isBlank() ? null : Path.of(value);
+  }
+}
