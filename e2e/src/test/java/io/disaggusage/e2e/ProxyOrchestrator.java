@@ -1,0 +1,106 @@
+package io.disaggusage.e2e;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * A vLLM P/D proxy in front of an Envoy: what a client (curl, an SDK) talks to. For each request it calls
+ * the prefill worker through Envoy's context listener (the request plus {@code kv_transfer_params
+ * {do_remote_decode: true}}, {@code max_tokens: 1}, {@code stream: false}), then the decode worker through
+ * the generation listener (the request plus the prefill's {@code kv_transfer_params}), both with one
+ * {@code X-Request-Id}, and streams the decode answer back chunk by chunk, as vLLM's
+ * {@code disagg_proxy_p2p_nccl_xpyd.py} and {@code toy_proxy_server.py} do.
+ */
+final class ProxyOrchestrator implements AutoCloseable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final HttpClient CLIENT =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
+
+  private final EnvoyProcess envoy;
+  private final HttpServer server;
+  private final ExecutorService executor = Executors.newCachedThreadPool();
+
+  ProxyOrchestrator(EnvoyProcess envoy) {
+    this.envoy = envoy;
+    try {
+      server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    server.setExecutor(executor);
+    server.createContext("/", this::handle);
+    server.start();
+  }
+
+  /** The base URL an OpenAI or Anthropic client is given. */
+  String baseUrl() {
+    return "http://127.0.0.1:" + server.getAddress().getPort();
+  }
+
+  private void handle(HttpExchange exchange) throws IOException {
+    try (exchange) {
+      String path = exchange.getRequestURI().getPath();
+      ObjectNode request = (ObjectNode) JSON.readTree(exchange.getRequestBody());
+      String requestId = UUID.randomUUID().toString();
+
+      ObjectNode prefill = request.deepCopy();
+      prefill.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false);
+      prefill.put("max_tokens", 1);
+      prefill.put("stream", false);
+      prefill.remove("stream_options");
+      HttpResponse<byte[]> prefilled = CLIENT.send(post(envoy.contextUrl(path), requestId, prefill), HttpResponse.BodyHandlers.ofByteArray());
+      if (prefilled.statusCode() != 200) {
+        exchange.sendResponseHeaders(502, -1);
+        return;
+      }
+      ObjectNode decode = request.deepCopy();
+      JsonNode handoff = JSON.readTree(prefilled.body()).path("kv_transfer_params");
+      decode.set("kv_transfer_params", handoff.isObject() ? handoff : JSON.createObjectNode().put("do_remote_prefill", true));
+
+      HttpResponse<InputStream> decoded = CLIENT.send(post(envoy.generationUrl(path), requestId, decode), HttpResponse.BodyHandlers.ofInputStream());
+      exchange.getResponseHeaders().set("content-type", decoded.headers().firstValue("content-type").orElse("application/json"));
+      exchange.sendResponseHeaders(decoded.statusCode(), 0);
+      try (InputStream in = decoded.body(); OutputStream out = exchange.getResponseBody()) {
+        byte[] buffer = new byte[8192];
+        for (int n; (n = in.read(buffer)) > 0; ) {
+          out.write(buffer, 0, n);
+          out.flush();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static HttpRequest post(String url, String requestId, JsonNode body) throws IOException {
+    return HttpRequest.newBuilder(URI.create(url))
+        .timeout(Duration.ofSeconds(30))
+        .header("content-type", "application/json")
+        .header("x-request-id", requestId)
+        .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)))
+        .build();
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    executor.shutdownNow();
+  }
+}
