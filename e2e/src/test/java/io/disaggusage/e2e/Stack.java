@@ -35,6 +35,21 @@ final class Stack implements AutoCloseable {
     return new Stack(context, generation, services, envoy);
   }
 
+  /**
+   * Starts Envoy while no service runs yet (the services are created, not started): a test starts them
+   * later with {@link ServiceProcess#start()}.
+   */
+  static Stack startEnvoyFirst(String name, String release, int replicas, String... serviceSettings) {
+    Worker context = new Worker(name + "-context");
+    Worker generation = new Worker(name + "-generation");
+    List<ServiceProcess> services = new ArrayList<>();
+    for (int i = 0; i < replicas; i++) {
+      services.add(ServiceProcess.create(name + "-service-" + i, serviceSettings));
+    }
+    EnvoyProcess envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology(context, generation, services));
+    return new Stack(context, generation, services, envoy);
+  }
+
   static Topology topology(Worker context, Worker generation, List<ServiceProcess> services) {
     return new Topology(
         FreePorts.next(), FreePorts.next(), FreePorts.next(), List.of(context.port()), List.of(generation.port()),

@@ -1,0 +1,85 @@
+package io.disaggusage.e2e;
+
+import io.disaggusage.e2e.Orchestrator.Answer;
+import io.disaggusage.extproc.scenario.Wire;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A vLLM P/D flow for the fault tests: the prefill call through the context listener, then a streamed
+ * decode call through the generation listener, both under one {@code X-Request-Id}. The decode worker
+ * streams {@code events} content events one per chunk, {@code pause} apart, then the usage event and
+ * {@code [DONE]} — long enough to kill or freeze the service in the middle.
+ */
+final class VllmFlow {
+  static final String PREFILL_REQUEST = "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+      + "\"max_tokens\":1,\"stream\":false,\"kv_transfer_params\":{\"do_remote_decode\":true}}";
+  static final String DECODE_REQUEST = "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+      + "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
+
+  /** What the client may read: the corrected stream, or — when the service failed open — the worker's. */
+  enum Outcome { CORRECTED, UNCHANGED, BROKEN }
+
+  final byte[] original;
+  final byte[] corrected;
+  private final List<byte[]> chunks;
+  private final Duration pause;
+
+  VllmFlow(int events, Duration pause) {
+    String wrong = Wire.usage(VllmWorkers.PROMPT, events, (long) VllmWorkers.PROMPT);
+    String right = Wire.usage(VllmWorkers.PROMPT, events, (long) VllmWorkers.CACHED);
+    String[] contents = new String[events];
+    for (int i = 0; i < events; i++) {
+      contents[i] = "t" + i;
+    }
+    String stream = Wire.chatStream(wrong, contents);
+    this.original = stream.getBytes(StandardCharsets.UTF_8);
+    this.corrected = stream.replace(wrong, right).getBytes(StandardCharsets.UTF_8);
+    this.chunks = new ArrayList<>();
+    for (String event : stream.split("(?<=\n\n)")) {
+      chunks.add(event.getBytes(StandardCharsets.UTF_8));
+    }
+    this.pause = pause;
+  }
+
+  /** Makes the stack's workers answer this flow. */
+  VllmFlow install(Stack stack) {
+    stack.context.answer(VllmWorkers::prefill);
+    stack.generation.answer(request -> new Worker.Reply(200, "text/event-stream", chunks, pause, Duration.ZERO));
+    return this;
+  }
+
+  /** The prefill leg, as the proxy sends it. */
+  static Answer prefill(Stack stack, String requestId) {
+    return Orchestrator.postAndWait(stack.envoy.contextUrl("/v1/chat/completions"), Map.of("x-request-id", requestId),
+        PREFILL_REQUEST.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** The decode leg. */
+  static Answer decode(Stack stack, String requestId) {
+    return Orchestrator.postAndWait(stack.envoy.generationUrl("/v1/chat/completions"), Map.of("x-request-id", requestId),
+        DECODE_REQUEST.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Both legs; the decode answer. */
+  Answer run(Stack stack, String requestId) {
+    Answer prefill = prefill(stack, requestId);
+    if (prefill.status() != 200) {
+      throw new AssertionError("prefill leg answered " + prefill.status());
+    }
+    return decode(stack, requestId);
+  }
+
+  Outcome judge(Answer answer) {
+    if (answer.status() != 200) {
+      return Outcome.BROKEN;
+    }
+    if (java.util.Arrays.equals(answer.body(), corrected)) {
+      return Outcome.CORRECTED;
+    }
+    return java.util.Arrays.equals(answer.body(), original) ? Outcome.UNCHANGED : Outcome.BROKEN;
+  }
+}
