@@ -1,0 +1,54 @@
+package io.disaggusage.e2e;
+
+import java.time.Duration;
+import java.util.List;
+
+/** A real redis-server on a loopback port that survives being killed and started again. */
+final class RedisProcess implements AutoCloseable {
+  private final String name;
+  private final int port = FreePorts.next();
+  private Process process;
+
+  RedisProcess(String name) {
+    this.name = name;
+  }
+
+  RedisProcess start() {
+    var log = Tools.logs().resolve(name + ".log");
+    process = Processes.start(List.of(Tools.redisServer().toString(), "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        "--save", "", "--appendonly", "no"), log, log);
+    Processes.await(name + " accepting connections", Duration.ofSeconds(10), () -> {
+      try (var socket = new java.net.Socket("127.0.0.1", port)) {
+        return true;
+      } catch (java.io.IOException e) {
+        return false;
+      }
+    });
+    return this;
+  }
+
+  String uri() {
+    return "redis://127.0.0.1:" + port;
+  }
+
+  void kill() throws InterruptedException {
+    Processes.signal(process, "KILL");
+    process.waitFor();
+  }
+
+  void freeze() {
+    Processes.signal(process, "STOP");
+  }
+
+  void thaw() {
+    Processes.signal(process, "CONT");
+  }
+
+  @Override
+  public void close() {
+    if (process != null && process.isAlive()) {
+      thaw();
+    }
+    Processes.stop(process, Duration.ofSeconds(5));
+  }
+}

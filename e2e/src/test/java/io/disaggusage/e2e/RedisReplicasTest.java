@@ -1,0 +1,56 @@
+package io.disaggusage.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.e2e.VllmFlow.Outcome;
+import java.time.Duration;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Two service replicas sharing one real redis-server, both endpoints of the shipped ext_proc cluster, so
+ * the two legs of a flow often reach different replicas. Eight closed-loop clients run through every
+ * phase: Redis healthy (every flow corrected), killed, restarted, frozen, thawed, and one replica killed.
+ * No phase may cost a client an error or a byte; only healthy phases must correct everything.
+ */
+class RedisReplicasTest {
+  static java.util.stream.Stream<String> releases() {
+    return Tools.envoyReleases().stream();
+  }
+
+  @ParameterizedTest(name = "Envoy {0}")
+  @MethodSource("releases")
+  void redisFaultsAndADeadReplicaNeverBreakAFlow(String release) throws Exception {
+    try (RedisProcess redis = new RedisProcess("redis-" + release).start();
+        Stack stack = Stack.start("redis-" + release, release, 2, "--set", "store.type=redis", "--set", "store.redis_uri=" + redis.uri())) {
+      VllmFlow flow = new VllmFlow(3, Duration.ofMillis(1)).install(stack);
+      try (ClosedLoop load = new ClosedLoop(stack, flow, 8)) {
+        load.phase("1 healthy", 3000);
+        redis.kill();
+        load.phase("2 redis killed", 1500);
+        redis.start();
+        load.phase("3 redis restarted", 1500);
+        load.phase("4 healthy again", 2000);
+        redis.freeze();
+        load.phase("5 redis frozen", 1500);
+        redis.thaw();
+        load.phase("6 redis thawed", 1500);
+        load.phase("7 healthy after freeze", 2000);
+        stack.services.get(1).kill();
+        load.phase("8 replica killed", 2000);
+        load.phase("9 one replica left", 2000);
+        load.close();
+
+        System.out.printf("Envoy %s, two replicas on one Redis, 8 closed-loop flows: %s%n", release, load);
+        for (String phase : java.util.List.of("1 healthy", "2 redis killed", "3 redis restarted", "4 healthy again",
+            "5 redis frozen", "6 redis thawed", "7 healthy after freeze", "8 replica killed", "9 one replica left")) {
+          assertThat(load.count(phase, Outcome.BROKEN)).as(phase + ": " + load).isZero();
+        }
+        for (String healthy : java.util.List.of("1 healthy", "4 healthy again", "7 healthy after freeze", "9 one replica left")) {
+          assertThat(load.outcomes(healthy)).as(healthy + ": every context-first flow corrected; " + load)
+              .containsOnlyKeys(Outcome.CORRECTED);
+        }
+      }
+    }
+  }
+}
