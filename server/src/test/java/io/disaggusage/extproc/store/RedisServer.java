@@ -13,16 +13,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 
 /**
  * A real {@code redis-server} on a free loopback port, started from the binary on {@code PATH}, with
- * nothing persisted. Tests that need one call {@link #start()}: without the binary they fail when
- * {@code CI=true} and are skipped otherwise. {@link #stop()} kills the process (a crash, as far as
+ * nothing persisted. Tests that need one call {@link #start()}: without the binary they fail, saying how to
+ * install it — never a skip. {@link #stop()} kills the process (a crash, as far as
  * clients can tell); {@link #restart()} starts a new one on the same port.
  */
 public final class RedisServer implements AutoCloseable {
-  /** The binary; {@code .ci/run} installs Debian's {@code redis-server} package. */
+  /** The binary; {@code scripts/install-test-tools} installs Debian's {@code redis-server} package. */
   public static final String BINARY = "redis-server";
 
   /** Servers still running when the test JVM exits (a test that never closed its server) are killed. */
@@ -46,7 +45,7 @@ public final class RedisServer implements AutoCloseable {
     this.clusterConfig = file < 0 ? null : log.getParent().resolve(extraArgs.get(file + 1));
   }
 
-  /** Starts a server, or skips (fails in CI) the calling test when {@code redis-server} is missing. */
+  /** Starts a server, or fails the calling test when {@code redis-server} is missing. */
   public static RedisServer start(String... extraArgs) throws IOException {
     requireBinary();
     RedisServer server = new RedisServer(freePort(), List.of(extraArgs));
@@ -116,17 +115,14 @@ public final class RedisServer implements AutoCloseable {
     return false;
   }
 
-  /** Fails in CI, skips elsewhere, when {@code redis-server} cannot be started. */
+  /** Fails the calling test, saying how to install it, when {@code redis-server} cannot be started. */
   public static void requireBinary() {
     if (available()) {
       return;
     }
     String message =
-        BINARY + " is not on PATH: install Redis (Debian: apt-get install redis-server) to run this test";
-    if ("true".equalsIgnoreCase(System.getenv("CI"))) {
-      fail(message);
-    }
-    Assumptions.abort(message);
+        BINARY + " is not on PATH: run scripts/install-test-tools (or apt-get install redis-server) to run this test";
+    fail(message);
   }
 
   public int port() {
