@@ -50,6 +50,11 @@ final class Stack implements AutoCloseable {
     return new Stack(context, generation, services, envoy);
   }
 
+  /** A view of workers and an Envoy a test manages itself (services not included). */
+  static Stack around(Worker context, Worker generation, EnvoyProcess envoy) {
+    return new Stack(context, generation, List.of(), envoy);
+  }
+
   static Topology topology(Worker context, Worker generation, List<ServiceProcess> services) {
     return new Topology(
         FreePorts.next(), FreePorts.next(), FreePorts.next(), List.of(context.port()), List.of(generation.port()),
