@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.google.protobuf.Message;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter;
 import java.util.List;
@@ -31,6 +32,10 @@ class DocsEnvoySnippetsTest {
     for (JsonNode item : snippet.items()) {
       Message parsed = EnvoyProtos.parse(item, snippet.kind().type);
       assertThat(EnvoyProtos.deprecatedFields(parsed)).as(snippet.where()).isEmpty();
+      if (snippet.kind() == EnvoySnippetKind.CLUSTER && item.has("health_checks")) {
+        // a documented cluster that shows health checking shows the shipped settings
+        assertThat(ExtProcClusterHealth.violations(Cluster.parseFrom(parsed.toByteString()))).as(snippet.where()).isEmpty();
+      }
       if (snippet.kind() == EnvoySnippetKind.HTTP_FILTER) {
         HttpFilter filter = HttpFilter.parseFrom(parsed.toByteString());
         if (filter.getTypedConfig().is(ExternalProcessor.class)) {
