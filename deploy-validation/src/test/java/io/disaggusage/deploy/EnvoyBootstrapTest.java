@@ -68,7 +68,7 @@ class EnvoyBootstrapTest {
   }
 
   @Test
-  void extProcClusterSpeaksHttp2HealthChecksAndHasRaisedCircuitBreakers() throws Exception {
+  void extProcClusterSpeaksHttp2FindsDeadAndLateReplicasAndHasRaisedCircuitBreakers() throws Exception {
     Bootstrap b = bootstrap();
     HttpConnectionManager hcm = hcm(b);
     ExternalProcessor extProc = hcm.getHttpFilters(0).getTypedConfig().unpack(ExternalProcessor.class);
@@ -79,7 +79,7 @@ class EnvoyBootstrapTest {
         cluster.getTypedExtensionProtocolOptionsOrThrow("envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
             .unpack(HttpProtocolOptions.class);
     assertThat(options.getExplicitHttpConfig().hasHttp2ProtocolOptions()).isTrue();
-    assertThat(cluster.getHealthChecksList()).anySatisfy(h -> assertThat(h.hasGrpcHealthCheck()).isTrue());
+    assertThat(ExtProcClusterHealth.violations(cluster)).isEmpty();
     assertThat(cluster.getCircuitBreakers().getThresholdsList())
         .allSatisfy(t -> {
           assertThat(t.getMaxRequests().getValue()).isGreaterThanOrEqualTo(10_000);
@@ -128,6 +128,36 @@ class EnvoyBootstrapTest {
     ((ObjectNode) deprecated.at("/static_resources/clusters/2")).putObject("http2_protocol_options");
     assertThat(EnvoyProtos.deprecatedFields(EnvoyProtos.bootstrap(deprecated)))
         .anySatisfy(f -> assertThat(f).contains("http2_protocol_options"));
+  }
+
+  @Test
+  void clusterHealthCheckerCatchesEachDeparture() throws Exception {
+    Bootstrap b = bootstrap();
+    Cluster good = b.getStaticResources().getClustersList().stream()
+        .filter(c -> c.getName().equals("disagg_usage_extproc")).findFirst().orElseThrow();
+    assertThat(ExtProcClusterHealth.violations(good)).isEmpty();
+    var slowStart = good.toBuilder();
+    slowStart.getHealthChecksBuilder(0).clearNoTrafficInterval();
+    assertThat(ExtProcClusterHealth.violations(slowStart.build())).singleElement().asString().contains("no_traffic_interval");
+    var slowRecheck = good.toBuilder();
+    slowRecheck.getHealthChecksBuilder(0).clearUnhealthyInterval().setInterval(com.google.protobuf.util.Durations.fromSeconds(5));
+    assertThat(ExtProcClusterHealth.violations(slowRecheck.build())).singleElement().asString().contains("unhealthy_interval");
+    var shortTimeout = good.toBuilder();
+    shortTimeout.getHealthChecksBuilder(0).setTimeout(com.google.protobuf.util.Durations.fromSeconds(1));
+    assertThat(ExtProcClusterHealth.violations(shortTimeout.build())).singleElement().asString().contains("timeout");
+    assertThat(ExtProcClusterHealth.violations(good.toBuilder().clearHealthChecks().build()))
+        .singleElement().asString().contains("gRPC health check");
+    assertThat(ExtProcClusterHealth.violations(good.toBuilder().clearOutlierDetection().build()))
+        .singleElement().asString().contains("outlier_detection");
+    var unsplit = good.toBuilder();
+    unsplit.getOutlierDetectionBuilder().setSplitExternalLocalOriginErrors(false);
+    assertThat(ExtProcClusterHealth.violations(unsplit.build())).hasSize(1);
+    var ejectAll = good.toBuilder();
+    ejectAll.getOutlierDetectionBuilder().setMaxEjectionPercent(com.google.protobuf.UInt32Value.of(100));
+    assertThat(ExtProcClusterHealth.violations(ejectAll.build())).singleElement().asString().contains("lone host");
+    var ejectOne = good.toBuilder();
+    ejectOne.getOutlierDetectionBuilder().setAlwaysEjectOneHost(com.google.protobuf.BoolValue.of(true));
+    assertThat(ExtProcClusterHealth.violations(ejectOne.build())).singleElement().asString().contains("lone host");
   }
 
   @Test

@@ -20,6 +20,7 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
 import io.envoyproxy.envoy.extensions.filters.http.router.v3.Router;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter;
+import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext;
 import io.envoyproxy.envoy.extensions.upstreams.http.v3.HttpProtocolOptions;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,6 +41,7 @@ final class EnvoyProtos {
           .add(HttpProtocolOptions.getDescriptor())
           .add(FileAccessLog.getDescriptor())
           .add(StdoutAccessLog.getDescriptor())
+          .add(UpstreamTlsContext.getDescriptor())
           .add(FilterConfig.getDescriptor())
           .add(com.github.udpa.udpa.type.v1.TypedStruct.getDescriptor())
           .add(com.github.xds.type.v3.TypedStruct.getDescriptor())

@@ -177,9 +177,7 @@ class IstioEnvoyFilterTest {
     } catch (InvalidProtocolBufferException e) {
       p.add(http2 + ": " + e.getMessage());
     }
-    if (c.getHealthChecksList().stream().noneMatch(h -> h.hasGrpcHealthCheck())) {
-      p.add(where + ": the processor cluster needs a gRPC health check");
-    }
+    ExtProcClusterHealth.violations(c).forEach(h -> p.add(where + ": " + h));
     List<CircuitBreakers.Thresholds> thresholds = c.getCircuitBreakers().getThresholdsList();
     if (thresholds.isEmpty() || !thresholds.stream().allMatch(t -> t.getMaxRequests().getValue() >= 10_000
         && t.getMaxPendingRequests().getValue() >= 10_000 && t.getMaxConnections().getValue() >= 10_000)) {

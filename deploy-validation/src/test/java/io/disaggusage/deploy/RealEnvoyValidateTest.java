@@ -1,0 +1,146 @@
+package io.disaggusage.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Real Envoy judges every piece of Envoy configuration the project ships or shows: {@code envoy --mode
+ * validate} of each release {@code scripts/install-test-tools} pins (1.40.0 and 1.36.2 today) accepts,
+ * without a warning (a deprecated field is one),
+ *
+ * <ul>
+ *   <li>every Envoy bootstrap under {@code deploy/}, the file itself;
+ *   <li>for each patch of each Istio EnvoyFilter under {@code istio/}, a minimal bootstrap holding the
+ *       patch value where istiod would put it ({@link IstioPatch});
+ *   <li>for each Envoy YAML block of the documentation, a minimal bootstrap holding it where it
+ *       belongs ({@link DocSnippets}, {@link EnvoySnippetKind}).
+ * </ul>
+ *
+ * <p>Assembled bootstraps get stand-in clusters for the clusters they name but do not define, and a
+ * generated certificate for the TLS files they name ({@link BootstrapAssembly}, {@link
+ * StandInCertificate}). Envoy Gateway's resources ({@code deploy/envoy-gateway/}) are not Envoy
+ * configuration — Envoy Gateway translates them into it — so they are checked against their CRD schema
+ * ({@link EnvoyGatewayPolicyTest}), not here; neither are Kubernetes objects in the docs. Validate mode
+ * does not check that an {@code envoy_grpc} cluster exists, nor resolve DNS.
+ *
+ * <p>A missing Envoy binary fails these tests with the command that installs it; they never skip.
+ */
+class RealEnvoyValidateTest {
+
+  /** One configuration for Envoy: a shipped file as it is, or a bootstrap assembled around a piece. */
+  record Config(String name, Path shippedFile, JsonNode assembled) {
+    static Config shipped(Path file) {
+      return new Config(ProjectFiles.relative(file), file, null);
+    }
+
+    static Config assembled(String name, JsonNode bootstrap) {
+      return new Config(name, null, bootstrap);
+    }
+
+    Path file(Path workDir) throws Exception {
+      if (shippedFile != null) {
+        return shippedFile;
+      }
+      JsonNode bootstrap = StandInCertificate.substitute(assembled, workDir);
+      return Files.writeString(workDir.resolve("bootstrap.json"), YamlDocuments.JSON.writeValueAsString(bootstrap));
+    }
+
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  /** Every document under deploy/ that is an Envoy bootstrap (has static_resources). */
+  static List<Path> shippedBootstraps() {
+    List<Path> files = ProjectFiles.yamlFiles("deploy").stream()
+        .filter(f -> YamlDocuments.read(f).stream().anyMatch(d -> d.has("static_resources")))
+        .toList();
+    assertThat(files).as("Envoy bootstraps under deploy/").isNotEmpty();
+    return files;
+  }
+
+  static List<Config> configs() {
+    List<Config> configs = new ArrayList<>();
+    shippedBootstraps().forEach(f -> configs.add(Config.shipped(f)));
+    List<IstioPatch> patches = IstioPatch.shipped();
+    assertThat(patches).as("EnvoyFilter patches under istio/").isNotEmpty();
+    patches.forEach(p -> configs.add(Config.assembled(p.toString(), p.bootstrap())));
+    List<DocSnippets.EnvoySnippet> snippets = DocSnippets.envoySnippets();
+    assertThat(snippets).as("Envoy snippets in the docs").isNotEmpty();
+    snippets.forEach(s -> configs.add(Config.assembled(s.toString(), s.bootstrap())));
+    return configs;
+  }
+
+  static Stream<Arguments> releasesAndConfigs() {
+    List<Config> configs = configs();
+    return EnvoyBinaries.releases().stream().flatMap(r -> configs.stream().map(c -> Arguments.of(r, c)));
+  }
+
+  @ParameterizedTest(name = "Envoy {0} accepts {1}")
+  @MethodSource("releasesAndConfigs")
+  void envoyAcceptsTheConfiguration(String release, Config config, @TempDir Path workDir) throws Exception {
+    Path envoy = EnvoyBinaries.locate(release);
+    Path file = config.file(workDir);
+    EnvoyValidateMode.Verdict verdict = EnvoyValidateMode.run(envoy, file);
+    String said = "Envoy " + release + " on " + config + ":\n" + verdict.output()
+        + (config.assembled() != null ? "\nassembled bootstrap:\n" + Files.readString(file) : "");
+    assertThat(verdict.accepted()).as(said).isTrue();
+    assertThat(verdict.complaints()).as(said).isEmpty();
+  }
+
+  // ---- the harness itself --------------------------------------------------------------------
+
+  static List<String> releases() {
+    return EnvoyBinaries.releases();
+  }
+
+  /** A pass above means something only if Envoy's refusals and warnings reach the assertions. */
+  @ParameterizedTest(name = "Envoy {0} rejects a typo and warns about a deprecated field")
+  @MethodSource("releases")
+  void envoysRefusalsAndWarningsAreHeard(String release, @TempDir Path workDir) throws Exception {
+    Path envoy = EnvoyBinaries.locate(release);
+    ObjectNode typo = YamlDocuments.single(EnvoyBootstrapTest.FILE).deepCopy();
+    ((ObjectNode) typo.at("/static_resources/clusters/0")).put("conect_timeout", "1s");
+    EnvoyValidateMode.Verdict rejected = EnvoyValidateMode.run(envoy, Config.assembled("typo", typo).file(workDir));
+    assertThat(rejected.accepted()).as(rejected.output()).isFalse();
+    assertThat(rejected.output()).contains("conect_timeout");
+
+    ObjectNode deprecated = YamlDocuments.single(EnvoyBootstrapTest.FILE).deepCopy();
+    ((ObjectNode) deprecated.at("/static_resources/clusters/0")).putObject("http2_protocol_options");
+    EnvoyValidateMode.Verdict warned = EnvoyValidateMode.run(envoy, Config.assembled("deprecated", deprecated).file(workDir));
+    assertThat(warned.accepted()).as(warned.output()).isTrue();
+    assertThat(warned.complaints()).anySatisfy(l -> assertThat(l).contains("http2_protocol_options"));
+  }
+
+  @Test
+  void aMissingBinaryFailsAndSaysHowToInstallIt() {
+    assertThatThrownBy(() -> EnvoyBinaries.locate("0.0.0-not-pinned"))
+        .isInstanceOf(AssertionError.class)
+        .hasMessageContaining(EnvoyBinaries.INSTALLER);
+  }
+
+  @Test
+  void assembliesPutPatchesWhereIstiodPutsThemAndStandInForMissingClusters() throws Exception {
+    JsonNode filter = YamlDocuments.YAML.readTree(
+        "name: f\ntyped_config: {envoy_grpc_holder: {grpc_service: {envoy_grpc: {cluster_name: 'outbound|9002||x'}}}}");
+    JsonNode bootstrap = new BootstrapAssembly().httpFilterBeforeRouter(filter).build();
+    assertThat(bootstrap.findValues("http_filters").get(0).findValuesAsText("name"))
+        .startsWith("f").endsWith(BootstrapAssembly.ROUTER);
+    assertThat(bootstrap.at("/static_resources/clusters").findValuesAsText("cluster_name"))
+        .contains("outbound|9002||x", "workers");
+  }
+}
