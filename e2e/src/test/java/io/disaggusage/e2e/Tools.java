@@ -40,6 +40,11 @@ public final class Tools {
 
   /** The Envoy binary of {@code release}. */
   public static Path envoy(String release) {
+    // the same override deploy-validation reads: ENVOY_BINARY_1_40_0=/path/to/envoy
+    String binary = System.getenv("ENVOY_BINARY_" + release.replace('.', '_'));
+    if (binary != null && !binary.isBlank()) {
+      return executable(Path.of(binary), "Envoy " + release);
+    }
     return installed("envoy-" + release, "Envoy " + release);
   }
 
@@ -87,14 +92,17 @@ public final class Tools {
 
   private static Path installed(String name, String what) {
     Path override = envOverride(name);
-    Path path = override != null ? override : root().resolve(".tools/bin").resolve(name);
+    return executable(override != null ? override : root().resolve(".tools/bin").resolve(name), what);
+  }
+
+  private static Path executable(Path path, String what) {
     if (!Files.isExecutable(path)) {
-      throw new AssertionError(what + " is not installed (" + root().relativize(path.toAbsolutePath()) + "): " + INSTALL);
+      throw new AssertionError(what + " is not installed (" + path + "): " + INSTALL);
     }
     return path;
   }
 
-  /** E2E_ENVOY_1_40_0=/path/to/envoy and the like point a test at a program installed elsewhere. */
+  /** E2E_PYTHON_CLIENTS=/path/to/python and E2E_REDIS_SERVER point a test at a program installed elsewhere. */
   private static Path envOverride(String name) {
     String value = System.getenv("E2E_" + name.toUpperCase(java.util.Locale.ROOT).replaceAll("[^A-Z0-9]", "_"));
     return value == null || value.isBlank() ? null : Path.of(value);
