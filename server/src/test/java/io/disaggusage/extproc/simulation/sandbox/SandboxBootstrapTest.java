@@ -64,7 +64,8 @@ class SandboxBootstrapTest {
       if (through) {
         assertThat(FilterConfigs.parse(listener.toString())).isEqualTo(FilterConfigs.parse(shipped));
       }
-      assertThat(withoutSandboxChanges(listener)).isEqualTo(withoutSandboxChanges(named(original, "listeners", leg.shippedListener())));
+      assertThat(withoutSandboxChanges(listener))
+          .isEqualTo(withoutSandboxChanges(named(original, "listeners", leg.shippedListener())));
     }
     assertThat(names)
         .containsExactly(
@@ -72,7 +73,8 @@ class SandboxBootstrapTest {
             "trtllm_context_egress_without_extproc", "trtllm_generation_egress_without_extproc",
             "vllm_context_egress", "vllm_generation_egress",
             "vllm_context_egress_without_extproc", "vllm_generation_egress_without_extproc");
-    assertThat(ports(bootstrap.path("static_resources").path("listeners"))).containsExactly(18010, 18011, 18012, 18013, 18014, 18015, 18016, 18017);
+    assertThat(ports(bootstrap.path("static_resources").path("listeners")))
+        .containsExactly(18010, 18011, 18012, 18013, 18014, 18015, 18016, 18017);
   }
 
   @Test
@@ -83,7 +85,8 @@ class SandboxBootstrapTest {
 
     List<String> names = new ArrayList<>();
     clusters.forEach(c -> names.add(c.path("name").asText()));
-    assertThat(names).containsExactly("trtllm_context", "trtllm_generation", "vllm_context", "vllm_generation", "disagg_usage_extproc");
+    assertThat(names)
+        .containsExactly("trtllm_context", "trtllm_generation", "vllm_context", "vllm_generation", "disagg_usage_extproc");
     assertThat(ports(clusters)).containsExactly(18020, 18021, 18022, 18023, 18004);
     for (JsonNode cluster : clusters) {
       String name = cluster.path("name").asText();
@@ -93,7 +96,7 @@ class SandboxBootstrapTest {
       for (ObjectNode c : List.of(expected, actual)) {
         c.remove("name");
         ((ObjectNode) c.path("load_assignment")).remove("cluster_name");
-        socket(c.path("load_assignment").path("endpoints").path(0).path("lb_endpoints").path(0).path("endpoint")).removeAll();
+        socket(firstEndpoint(c)).removeAll();
       }
       assertThat(actual).as(name).isEqualTo(expected);
       assertThat(cluster.path("load_assignment").path("cluster_name").asText()).isEqualTo(name);
@@ -129,8 +132,9 @@ class SandboxBootstrapTest {
   @Test
   void aShippedFileWithoutTheCopiedListenerIsRefused() {
     String renamed = shipped.replace("name: context_egress", "name: prefill_egress");
+    List<SandboxBootstrap.ListenerSpec> listeners = SandboxBootstrap.listeners(FAMILIES, PORTS);
 
-    assertThatThrownBy(() -> SandboxBootstrap.derive(renamed, 0, 0, SandboxBootstrap.listeners(FAMILIES, PORTS), List.of(), Optional.empty()))
+    assertThatThrownBy(() -> SandboxBootstrap.derive(renamed, 0, 0, listeners, List.of(), Optional.empty()))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("the shipped bootstrap has no listener named context_egress");
   }
@@ -142,8 +146,8 @@ class SandboxBootstrapTest {
         workers.add(new ClusterSpec(family.cluster(leg), leg, PORTS.worker(family, leg)));
       }
     }
-    return SandboxBootstrap.derive(
-        shipped, PORTS.envoyAdmin(), PORTS.serviceGrpc(), SandboxBootstrap.listeners(FAMILIES, PORTS), workers, messageTimeout);
+    List<SandboxBootstrap.ListenerSpec> listeners = SandboxBootstrap.listeners(FAMILIES, PORTS);
+    return SandboxBootstrap.derive(shipped, PORTS.envoyAdmin(), PORTS.serviceGrpc(), listeners, workers, messageTimeout);
   }
 
   /** The listener with what the sandbox sets blanked and without the filter the sandbox may remove. */
@@ -170,7 +174,8 @@ class SandboxBootstrapTest {
   }
 
   private static String routeCluster(JsonNode manager) {
-    return manager.path("route_config").path("virtual_hosts").path(0).path("routes").path(0).path("route").path("cluster").asText();
+    JsonNode route = manager.path("route_config").path("virtual_hosts").path(0).path("routes").path(0);
+    return route.path("route").path("cluster").asText();
   }
 
   private static List<String> filterNames(JsonNode manager) {
@@ -186,11 +191,13 @@ class SandboxBootstrapTest {
   private static List<Integer> ports(JsonNode items) {
     List<Integer> ports = new ArrayList<>();
     for (JsonNode item : items) {
-      JsonNode address =
-          item.has("address") ? item : item.path("load_assignment").path("endpoints").path(0).path("lb_endpoints").path(0).path("endpoint");
-      ports.add(socket(address).path("port_value").asInt());
+      ports.add(socket(item.has("address") ? item : firstEndpoint(item)).path("port_value").asInt());
     }
     return ports;
+  }
+
+  private static JsonNode firstEndpoint(JsonNode cluster) {
+    return cluster.path("load_assignment").path("endpoints").path(0).path("lb_endpoints").path(0).path("endpoint");
   }
 
   private static ObjectNode named(ObjectNode bootstrap, String section, String name) {
