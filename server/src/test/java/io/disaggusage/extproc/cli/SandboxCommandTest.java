@@ -89,11 +89,11 @@ class SandboxCommandTest {
       assertThat(usage(send(around.withUrl(vllm.group(2)), true))).isEqualTo(new ClientUsage(101, 100, 35, 136));
 
       assertThat(post(through.url(), "{\"messages\":").statusCode()).isEqualTo(400);
-      // rewritten: the two start-up requests and the three above through the service
+      // rewritten: 8 warm-up and 2 start-up requests, and the three above through the service
       assertThat(get(urlAfter(banner, "Service metrics")))
-          .contains("disagg_usage_exchanges_total{outcome=\"rewritten\",phase=\"generation\"} 5.0");
+          .contains("disagg_usage_exchanges_total{outcome=\"rewritten\",phase=\"generation\"} 13.0");
       assertThat(get(urlAfter(banner, "Envoy admin").resolve("stats?filter=ext_proc")))
-          .contains("http.trtllm_generation_egress.ext_proc.streams_started: 3")
+          .contains("http.trtllm_generation_egress.ext_proc.streams_started: 7")
           .doesNotContain("without_extproc");
     } finally {
       sandbox.close();

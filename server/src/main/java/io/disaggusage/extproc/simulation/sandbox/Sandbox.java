@@ -84,12 +84,12 @@ public final class Sandbox implements AutoCloseable {
    * @throws StartupException when a port is taken or Envoy does not come up; what had started is stopped
    */
   public static Sandbox start(EnvoyBinary envoy, int portBase, Optional<Duration> messageTimeout)
-      throws StartupException, IOException {
+      throws StartupException, IOException, InterruptedException {
     SandboxPorts ports = new SandboxPorts(portBase);
     Sandbox sandbox = new Sandbox();
     try {
       sandbox.startAll(envoy, ports, messageTimeout);
-    } catch (StartupException | IOException | RuntimeException e) {
+    } catch (StartupException | IOException | InterruptedException | RuntimeException e) {
       sandbox.close();
       throw e;
     }
@@ -106,7 +106,7 @@ public final class Sandbox implements AutoCloseable {
   }
 
   private void startAll(EnvoyBinary binary, SandboxPorts ports, Optional<Duration> messageTimeout)
-      throws StartupException, IOException {
+      throws StartupException, IOException, InterruptedException {
     envoyBinary = binary;
     this.messageTimeout = messageTimeout;
     service = ServerRuntime.start(serviceConfig(ports));

@@ -30,6 +30,11 @@ final class SeedRequest {
           + " seen before. Why would the decode worker count the whole prompt as cached tokens?";
   /** The start-up request's question: shares the system prompt only. */
   static final String STARTUP_QUESTION = "Which worker computes the KV cache of a prompt?";
+  /**
+   * The warm-up requests' whole prompt: shorter than a cache block, so no cache keeps any of it and
+   * the numbers above stay as they are.
+   */
+  private static final String WARM_UP_PROMPT = "Warm-up.";
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -46,10 +51,19 @@ final class SeedRequest {
 
   /** A client's chat completion body with the shared system prompt and {@code question}, compact JSON. */
   static String json(String question, boolean stream) {
+    return json(messages(question), stream);
+  }
+
+  /** A chat completion body whose prompt leaves nothing in a prefix cache. */
+  static String warmUpJson(boolean stream) {
+    return json(List.of(new Message("user", WARM_UP_PROMPT)), stream);
+  }
+
+  private static String json(List<Message> prompt, boolean stream) {
     ObjectNode body = JSON.createObjectNode();
     body.put("model", MODEL);
     var messages = body.putArray("messages");
-    for (Message message : messages(question)) {
+    for (Message message : prompt) {
       messages.addObject().put("role", message.role()).put("content", message.content());
     }
     if (stream) {

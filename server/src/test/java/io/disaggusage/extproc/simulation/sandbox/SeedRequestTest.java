@@ -4,7 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.disaggusage.extproc.simulation.engines.ClientRequest;
+import io.disaggusage.extproc.simulation.engines.PrefixCache;
+import io.disaggusage.extproc.simulation.engines.WordTokenizer;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -17,6 +21,18 @@ class SeedRequestTest {
     // 101 prompt tokens like golden vector G6; the shared system prompt spans 4 full 16-token blocks,
     // the whole prompt 6 (the block holding the last token is always computed).
     assertThat(SeedRequest.expected()).isEqualTo(new SeedRequest.Expected(101, 64, 96));
+  }
+
+  @Test
+  void theWarmUpPromptLeavesNothingInACache() throws Exception {
+    for (boolean stream : new boolean[] {false, true}) {
+      byte[] body = SeedRequest.warmUpJson(stream).getBytes(StandardCharsets.UTF_8);
+      PrefixCache cache = new PrefixCache(PrefixCache.DEFAULT_BLOCK_TOKENS, 8);
+
+      cache.prefill(new WordTokenizer().encodeChat(ClientRequest.fromJson(body, "m", 1).messages()));
+
+      assertThat(cache.size()).isZero();
+    }
   }
 
   @Test
