@@ -68,7 +68,9 @@ final class EnvoyProcess implements AutoCloseable {
                 "--base-id-path", dir.resolve("base-id").toString(),
                 "--admin-address-path", adminAddress.toString(),
                 // one user's curl calls: one worker thread is plenty and starts fastest
-                "--concurrency", "1")
+                "--concurrency", "1",
+                // access-log lines show up while the user looks (the default holds them up to 10 s)
+                "--file-flush-interval-msec", "250")
             .redirectErrorStream(true)
             .redirectOutput(logFile.toFile())
             .start();

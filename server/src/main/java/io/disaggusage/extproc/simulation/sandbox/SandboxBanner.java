@@ -11,9 +11,9 @@ import java.util.Locale;
 final class SandboxBanner {
   private static final String HEADER =
       """
-      disagg-usage-extproc sandbox: Envoy %s (%s, found as %s) with the shipped deploy/envoy/envoy.yaml
-      settings%s, in front of simulated TensorRT-LLM and vLLM prefill/decode workers and the service,
-      everything on 127.0.0.1. Ready %.1f s after start.
+      disagg-usage-extproc sandbox: Envoy %s with the shipped deploy/envoy/envoy.yaml settings%s, in
+      front of simulated TensorRT-LLM and vLLM prefill/decode workers and the service, all on 127.0.0.1.
+      Envoy binary: %s (from %s). Ready %.1f s after start.
 
       """;
 
@@ -61,9 +61,9 @@ final class SandboxBanner {
             Locale.ROOT,
             HEADER,
             envoy.version(),
+            sandbox.messageTimeout().map(t -> " (but message_timeout " + t.toMillis() + "ms)").orElse(""),
             sandbox.envoyBinary().path(),
             sandbox.envoyBinary().source(),
-            sandbox.messageTimeout().map(t -> " (but message_timeout " + t.toMillis() + "ms)").orElse(""),
             sandbox.readyAfter().toMillis() / 1000.0));
     for (String problem : sandbox.startupProblems()) {
       out.append("WARNING: ").append(problem).append('\n');

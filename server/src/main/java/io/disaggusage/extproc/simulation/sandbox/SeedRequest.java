@@ -35,6 +35,8 @@ final class SeedRequest {
    * the numbers above stay as they are.
    */
   private static final String WARM_UP_PROMPT = "Warm-up.";
+  /** Tokens a warm-up asks for: a short stream (the workers pause between events) with every kind of event. */
+  private static final int WARM_UP_MAX_TOKENS = 2;
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -51,15 +53,17 @@ final class SeedRequest {
 
   /** A client's chat completion body with the shared system prompt and {@code question}, compact JSON. */
   static String json(String question, boolean stream) {
-    return json(messages(question), stream);
+    return body(messages(question), stream).toString();
   }
 
-  /** A chat completion body whose prompt leaves nothing in a prefix cache. */
+  /** A short chat completion whose prompt leaves nothing in a prefix cache. */
   static String warmUpJson(boolean stream) {
-    return json(List.of(new Message("user", WARM_UP_PROMPT)), stream);
+    ObjectNode body = body(List.of(new Message("user", WARM_UP_PROMPT)), stream);
+    body.put("max_tokens", WARM_UP_MAX_TOKENS);
+    return body.toString();
   }
 
-  private static String json(List<Message> prompt, boolean stream) {
+  private static ObjectNode body(List<Message> prompt, boolean stream) {
     ObjectNode body = JSON.createObjectNode();
     body.put("model", MODEL);
     var messages = body.putArray("messages");
@@ -69,7 +73,7 @@ final class SeedRequest {
     if (stream) {
       body.put("stream", true);
     }
-    return body.toString();
+    return body;
   }
 
   /** A curl command line that POSTs {@code json} to the chat completions path of {@code base}. */
