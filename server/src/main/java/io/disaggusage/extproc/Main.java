@@ -3,6 +3,7 @@ package io.disaggusage.extproc;
 import io.disaggusage.extproc.cli.ConfigOptions;
 import io.disaggusage.extproc.cli.DemoCommand;
 import io.disaggusage.extproc.cli.ReplayCommand;
+import io.disaggusage.extproc.cli.SandboxCommand;
 import io.disaggusage.extproc.cli.Signals;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
@@ -43,7 +44,7 @@ import picocli.CommandLine.Spec;
       "Envoy ext_proc service that corrects OpenAI token usage in prefill/decode disaggregated serving.",
       "Without a subcommand, runs the server until SIGTERM or SIGINT."
     },
-    subcommands = {DemoCommand.class, ReplayCommand.class},
+    subcommands = {DemoCommand.class, ReplayCommand.class, SandboxCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:clean shutdown (or --help, --version, --print-config)",

@@ -37,24 +37,10 @@ final class OpenAiWire {
     VLLM
   }
 
-  /** A worker's refusal of a request it cannot read: HTTP 400 with an OpenAI error object. */
-  static final class BadRequest extends Exception {
-    BadRequest(String message) {
-      super(message);
-    }
-
-    WorkerReply reply() {
-      ObjectNode error = JSON.createObjectNode();
-      error.put("object", "error").put("message", getMessage()).put("type", "BadRequestError").putNull("param");
-      error.put("code", 400);
-      return new WorkerReply(400, JSON_TYPE, bytes(error), new TokenCounts(0, 0, 0));
-    }
-  }
-
   /** The JSON object of a request body. */
-  static ObjectNode parseRequest(WorkerCall call) throws BadRequest {
+  static ObjectNode parseRequest(byte[] body) throws BadRequest {
     try {
-      JsonNode node = JSON.readTree(call.body());
+      JsonNode node = JSON.readTree(body);
       if (node instanceof ObjectNode object) {
         return object;
       }

@@ -2,7 +2,6 @@ package io.disaggusage.extproc.simulation.engines;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.disaggusage.extproc.simulation.engines.OpenAiWire.BadRequest;
 import io.disaggusage.extproc.simulation.engines.WorkerReply.TokenCounts;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,7 +46,7 @@ abstract class SimulatedEngine implements DisaggEngine {
   @Override
   public final WorkerReply context(WorkerCall call) {
     try {
-      ObjectNode request = OpenAiWire.parseRequest(call);
+      ObjectNode request = OpenAiWire.parseRequest(call.body());
       requireContextCall(request);
       int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(request));
       int cached = contextCache.prefill(prompt);
@@ -65,7 +64,7 @@ abstract class SimulatedEngine implements DisaggEngine {
   @Override
   public final WorkerReply generation(WorkerCall call) {
     try {
-      ObjectNode request = OpenAiWire.parseRequest(call);
+      ObjectNode request = OpenAiWire.parseRequest(call.body());
       requireGenerationCall(request);
       int prompt = generationPrompt(request);
       List<String> pieces = OpenAiWire.answerPieces(tokenizer, request.path("max_tokens").asInt(16));

@@ -3,7 +3,6 @@ package io.disaggusage.extproc.simulation.engines;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.disaggusage.extproc.simulation.engines.OpenAiWire.BadRequest;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;

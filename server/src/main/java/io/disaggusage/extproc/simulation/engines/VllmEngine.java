@@ -2,7 +2,6 @@ package io.disaggusage.extproc.simulation.engines;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.disaggusage.extproc.simulation.engines.OpenAiWire.BadRequest;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;

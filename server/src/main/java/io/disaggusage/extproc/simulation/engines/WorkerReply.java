@@ -18,6 +18,14 @@ public record WorkerReply(int status, String contentType, byte[] body, TokenCoun
     return body.clone();
   }
 
+  /**
+   * A reply as the orchestrator reads it off the wire, where the truth is not known (its counts are
+   * {@link TokenCounts#UNKNOWN}).
+   */
+  public static WorkerReply received(int status, String contentType, byte[] body) {
+    return new WorkerReply(status, contentType, body, TokenCounts.UNKNOWN);
+  }
+
   public String bodyUtf8() {
     return new String(body, StandardCharsets.UTF_8);
   }
@@ -27,5 +35,8 @@ public record WorkerReply(int status, String contentType, byte[] body, TokenCoun
    *
    * @param cached prompt tokens whose KV came from the worker's own prefix cache
    */
-  public record TokenCounts(long prompt, long cached, long completion) {}
+  public record TokenCounts(long prompt, long cached, long completion) {
+    /** Counts nobody knows: -1 each. */
+    public static final TokenCounts UNKNOWN = new TokenCounts(-1, -1, -1);
+  }
 }

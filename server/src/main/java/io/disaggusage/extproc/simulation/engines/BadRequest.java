@@ -1,0 +1,22 @@
+package io.disaggusage.extproc.simulation.engines;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.simulation.engines.WorkerReply.TokenCounts;
+
+/**
+ * A refusal of a request that cannot be read, by a worker or an orchestrator: HTTP 400 with an OpenAI
+ * error object, as the engines answer.
+ */
+public final class BadRequest extends Exception {
+  public BadRequest(String message) {
+    super(message);
+  }
+
+  /** The 400 response. */
+  public WorkerReply reply() {
+    ObjectNode error = OpenAiWire.JSON.createObjectNode();
+    error.put("object", "error").put("message", getMessage()).put("type", "BadRequestError").putNull("param");
+    error.put("code", 400);
+    return new WorkerReply(400, OpenAiWire.JSON_TYPE, OpenAiWire.bytes(error), new TokenCounts(0, 0, 0));
+  }
+}
