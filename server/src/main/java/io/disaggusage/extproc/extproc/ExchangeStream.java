@@ -92,6 +92,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private byte[] giveBack = EMPTY;
   /** Bytes taken from the body processor for the reply being built; given back if that fails. */
   private byte[] inFlight = EMPTY;
+  /** The context usage went to the store (or was found unusable): later chunks are only forwarded. */
+  private boolean contextStored;
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
@@ -412,12 +414,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     byte[] ready = body.takeReady();
     inFlight = ready;
-    if (!end) {
-      complete(slot, bodyReply(bytes, ready, null));
+    if (body instanceof ContextObserver observer) {
+      onContextChunk(observer, slot, bytes, ready, end);
       return;
     }
-    if (body instanceof ContextObserver observer) {
-      storeContext(observer.observation(), slot, bytes, ready);
+    if (!end) {
+      complete(slot, bodyReply(bytes, ready, null));
       return;
     }
     if (body.waiting()) {
@@ -490,11 +492,24 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
+  /**
+   * A context response chunk. The reply to the chunk in which the usage settles waits for the store
+   * write: a client that knows the body's length (a JSON response with content-length) has its whole
+   * response as soon as Envoy forwards that chunk, without waiting for the end-of-stream message
+   * Envoy often sends on its own, and the orchestrator's generation call may follow at once.
+   */
+  private void onContextChunk(ContextObserver observer, Slot slot, byte[] original, byte[] ready, boolean end) {
+    if (!contextStored && (end || observer.settled())) {
+      contextStored = true;
+      storeContext(observer.observation(), slot, original, ready);
+      return;
+    }
+    complete(slot, bodyReply(original, ready, null));
+  }
+
   private void storeContext(ContextObservation observation, Slot slot, byte[] original, byte[] ready) {
     if (observation.usage() == null) {
-      ProcessingResponse reply = bodyReply(original, ready, null);
-      report(Phase.CONTEXT, observation.outcome());
-      complete(slot, reply);
+      answerContext(slot, original, ready, observation.outcome());
       return;
     }
     storedUsage = observation.usage();
@@ -510,36 +525,46 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       }
     }
     if (keys.isEmpty()) {
-      ProcessingResponse reply = bodyReply(original, ready, null);
-      report(Phase.CONTEXT, Outcome.PASSTHROUGH_NO_CONTEXT);
-      complete(slot, reply);
+      answerContext(slot, original, ready, Outcome.PASSTHROUGH_NO_CONTEXT);
       return;
     }
     if (logKey == null) {
       logKey = keys.get(0);
     }
-    // The last reply waits for the write: a generation lookup can then never race it (§4).
+    // This reply waits for the write, and the replies behind it with it: the client cannot have the
+    // whole response before the usage is in the store, so a context-first lookup finds it (§4).
     services
         .store()
         .put(keys, observation.usage())
         .whenComplete((ok, error) -> onStored(slot, original, ready, error));
   }
 
+  /** A context chunk's reply with nothing to store: the exchange's outcome is known now. */
+  private void answerContext(Slot slot, byte[] original, byte[] ready, Outcome outcome) {
+    ProcessingResponse reply = bodyReply(original, ready, null);
+    report(Phase.CONTEXT, outcome);
+    complete(slot, reply);
+  }
+
   private synchronized void onStored(Slot slot, byte[] original, byte[] ready, Throwable error) {
-    if (closed) {
+    if (error != null) {
+      services.metrics().storeError(Metrics.StoreOperation.PUT);
+      services.warnings().storeWriteFailed(error);
+    }
+    Outcome outcome = error == null ? Outcome.STORED : Outcome.ERROR;
+    if (closed || abandoned) {
+      // Nothing to answer any more, or the reply already went out unmodified. Counted all the same:
+      // the write landed (or failed) although the client went away meanwhile.
+      report(Phase.CONTEXT, outcome);
       return;
     }
     try {
-      if (error != null) {
-        services.metrics().storeError(Metrics.StoreOperation.PUT);
-        services.warnings().storeWriteFailed(error);
-      }
       ProcessingResponse reply = bodyReply(original, ready, null);
-      report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
+      report(Phase.CONTEXT, outcome);
       complete(slot, reply);
     } catch (RuntimeException e) {
       if (slot.reply == null) {
-        deferredEnd = slot; // the last reply owes the bytes taken for it
+        deferredEnd = slot; // this reply owes the bytes taken for it
         inFlight = ready;
       }
       failOpen(e, null, slot);

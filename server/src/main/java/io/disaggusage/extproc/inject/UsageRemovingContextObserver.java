@@ -19,4 +19,9 @@ public final class UsageRemovingContextObserver extends UsageRemovingProcessor i
   public ContextObservation observation() {
     return ((ContextObserver) inner()).observation();
   }
+
+  @Override
+  public boolean settled() {
+    return ((ContextObserver) inner()).settled();
+  }
 }
