@@ -17,23 +17,40 @@ public final class DisaggFlows {
    * chunk as its own message (as with a real upstream that streams).
    */
   public static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
+    return start(envoy, exchange).awaitResult();
+  }
+
+  /** {@link #run} without waiting for the result. */
+  private static ExchangeHandle start(FakeEnvoy envoy, Exchange.Builder exchange) {
     ExchangeHandle h = envoy.start(exchange.gateRequestBody().gateResponseBody().build());
     h.awaitRequestHeadersForwarded();
     h.releaseRequestBody();
     h.awaitResponseHeadersForwarded();
     h.releaseResponseBody();
-    return h.awaitResult();
+    return h;
   }
 
   /**
-   * Context-first: the context response has fully passed before the generation request starts.
+   * Context-first: the generation request starts once the orchestrator has read the whole context
+   * response. With a content-length that is when its last byte arrived, which can be before Envoy ends
+   * the stream (the end of the body is often a message of its own), as with a real HTTP/1.1 client.
    *
    * @return the context result, then the generation result
    */
   public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    ExchangeResult c = run(envoy, ctx);
-    ExchangeResult g = run(envoy, gen);
-    return new ExchangeResult[] {c, g};
+    return contextFirst(envoy, ctx, envoy, gen);
+  }
+
+  /**
+   * Context-first with the two legs through different Envoys (hence possibly different service
+   * replicas).
+   */
+  public static ExchangeResult[] contextFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    ExchangeHandle c = start(ctxEnvoy, ctx);
+    c.awaitResponseRead();
+    ExchangeResult g = run(genEnvoy, gen);
+    return new ExchangeResult[] {c.awaitResult(), g};
   }
 
   /**

@@ -171,6 +171,13 @@ final class FilterStream {
   final CompletableFuture<HeaderList> requestHeadersForwarded = new CompletableFuture<>();
   final CompletableFuture<HeaderList> responseHeadersForwarded = new CompletableFuture<>();
   final CompletableFuture<Void> streamOpened = new CompletableFuture<>();
+  /**
+   * Completes when the client has read the whole response: for a body with a content-length, once that
+   * many bytes arrived, which can be before Envoy ends the stream (the end of a body is often a message
+   * of its own, waiting for the processor's reply while its data is already out); otherwise when the
+   * response ends.
+   */
+  final CompletableFuture<Void> responseRead = new CompletableFuture<>();
   private final CompletableFuture<Void> upstreamStart = new CompletableFuture<>();
   private final List<Map.Entry<Predicate<byte[]>, CompletableFuture<byte[]>>> bodyWatchers =
       new CopyOnWriteArrayList<>();
@@ -530,10 +537,27 @@ final class FilterStream {
             w.getValue().complete(snapshot);
           }
         }
+        checkResponseRead(snapshot.length);
       }
     }
     if (endStream) {
       sinkEnd(d);
+    }
+  }
+
+  /** The client has every byte its content-length announced: for it, the response is complete. */
+  private void checkResponseRead(int bodyBytes) {
+    if (clientHeaders != null
+        && clientHeaders.contains("content-length")
+        && !ClientResponse.mismatch(clientHeaders, bodyBytes)) {
+      clientHasResponse();
+    }
+  }
+
+  private void clientHasResponse() {
+    if (responseRead.complete(null) && exchange.clientClosesAfterResponse && !finished) {
+      // After the current event, as a client's close reaches Envoy.
+      loop.execute(guarded(this::downstreamReset));
     }
   }
 
@@ -544,6 +568,8 @@ final class FilterStream {
     d.ended = true;
     if (d.isRequest) {
       maybeStartUpstream();
+    } else {
+      clientHasResponse();
     }
     maybeFinish();
   }
@@ -1407,6 +1433,7 @@ final class FilterStream {
       for (var w : sentWatchers) {
         w.getValue().completeExceptionally(notForwarded);
       }
+      responseRead.complete(null);
       result.complete(r);
     });
   }
