@@ -70,6 +70,16 @@ public final class DisaggFlows {
    */
   public static ExchangeResult[] generationFirst(
       FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    return generationFirst(ctxEnvoy, ctx, genEnvoy, gen, Duration.ZERO);
+  }
+
+  /**
+   * Generation-first where the context response body reaches Envoy {@code contextLag} after the
+   * generation's last body message was sent (a prefill that takes longer than Envoy's message timeout,
+   * for one).
+   */
+  public static ExchangeResult[] generationFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen, Duration contextLag) {
     ExchangeHandle g = genEnvoy.start(gen.gateRequestBody().gateResponseBody().build());
     g.awaitRequestHeadersForwarded();
     g.releaseRequestBody();
@@ -80,11 +90,21 @@ public final class DisaggFlows {
     g.releaseResponseBody();
     // The generation's last body message has been sent before the context body is released.
     awaitEndOfResponseSent(g);
+    pause(contextLag);
     c.awaitResponseHeadersForwarded();
     c.releaseResponseBody();
     ExchangeResult cr = c.awaitResult();
     ExchangeResult gr = g.awaitResult();
     return new ExchangeResult[] {cr, gr};
+  }
+
+  private static void pause(Duration d) {
+    try {
+      Thread.sleep(d.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
   }
 
   /**
@@ -99,12 +119,7 @@ public final class DisaggFlows {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("generation response never ended");
       }
-      try {
-        Thread.sleep(1);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted waiting for the generation response", e);
-      }
+      pause(Duration.ofMillis(1));
     }
   }
 }

@@ -103,6 +103,8 @@ final class FilterStream {
     boolean ended;
     boolean bodyReplaced;
     boolean partialProcessed;
+    /** The empty last chunk was delivered with the chunk before it (see {@link #deliver}). */
+    boolean endCameWithData;
 
     Dir(boolean isRequest) {
       this.isRequest = isRequest;
@@ -224,7 +226,7 @@ final class FilterStream {
       chain = chain
           .thenCompose(v -> requestGates.gate(idx))
           .thenCompose(v -> delay(exchange.requestChunkDelay))
-          .thenRunAsync(guarded(() -> onData(req, requestChunks.get(idx), eos)), loop);
+          .thenRunAsync(guarded(() -> deliver(req, requestChunks, requestGates, exchange.requestChunkDelay, idx, eos)), loop);
     }
     if (exchange.requestTrailers != null) {
       int idx = requestChunks.size();
@@ -246,7 +248,7 @@ final class FilterStream {
       rchain = rchain
           .thenCompose(v -> responseGates.gate(idx))
           .thenCompose(v -> delay(exchange.responseChunkDelay))
-          .thenRunAsync(guarded(() -> onData(resp, responseChunks.get(idx), eos)), loop);
+          .thenRunAsync(guarded(() -> deliver(resp, responseChunks, responseGates, exchange.responseChunkDelay, idx, eos)), loop);
       if (exchange.downstreamResetAfterResponseChunks == idx + 1) {
         rchain = rchain.thenRunAsync(guarded(this::downstreamReset), loop);
       }
@@ -255,6 +257,27 @@ final class FilterStream {
       int idx = responseChunks.size();
       rchain.thenCompose(v -> responseGates.gate(idx))
           .thenRunAsync(guarded(() -> onTrailers(resp, exchange.responseTrailers.copy())), loop);
+    }
+  }
+
+  /**
+   * Delivers chunk {@code idx} as one codec event. An empty last chunk that is already there (its
+   * gate open, no pause before it) comes in the same event as the chunk before it, as Envoy's codecs
+   * report the end of a body read together with its last bytes: an HTTP/1 body's length reached or its
+   * chunked terminator, an HTTP/2 end of stream read with the data. The two messages then go to the
+   * processor back to back, before any reply to the first can arrive.
+   */
+  private void deliver(Dir d, List<byte[]> chunks, Gates gates, java.time.Duration pause, int idx, boolean eos) {
+    int last = chunks.size() - 1;
+    if (idx == last && d.endCameWithData) {
+      return;
+    }
+    onData(d, chunks.get(idx), eos);
+    boolean endFollows = idx == last - 1 && chunks.get(last).length == 0 && (d.isRequest
+        ? exchange.requestTrailers == null : exchange.responseTrailers == null);
+    if (endFollows && pause.isZero() && gates.gate(last).isDone()) {
+      d.endCameWithData = true;
+      onData(d, chunks.get(last), true);
     }
   }
 
