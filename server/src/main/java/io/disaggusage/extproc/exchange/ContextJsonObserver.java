@@ -19,7 +19,7 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
   private final int maxBodyBytes;
   private final JsonUsageScanner scanner = new JsonUsageScanner();
   private ByteArrayOutputStream copy = new ByteArrayOutputStream(4096);
-  private boolean settled;
+  private boolean rootClosed;
   private ContextObservation observation =
       new ContextObservation(null, List.of(), null, Outcome.NO_USAGE);
 
@@ -39,14 +39,14 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
       return;
     }
     copy.write(chunk, 0, chunk.length);
-    if (rootClosed(chunk)) {
+    if (closesRoot(chunk)) {
       observeEnd();
-      settled = true;
+      rootClosed = true;
     }
   }
 
   /** Scans the chunk; true once the root object has closed (whitespace may follow). */
-  private boolean rootClosed(byte[] chunk) {
+  private boolean closesRoot(byte[] chunk) {
     int i = 0;
     while (i < chunk.length && !scanner.failed()) {
       i = scanner.scan(chunk, i, chunk.length);
@@ -63,8 +63,8 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
   }
 
   @Override
-  public boolean settled() {
-    return settled;
+  public boolean contentEnded() {
+    return rootClosed;
   }
 
   /** Reads context usage and ids from one complete JSON document. */

@@ -4,16 +4,16 @@ package io.disaggusage.extproc.exchange;
 public interface ContextObserver extends ResponseBodyProcessor {
 
   /**
-   * What the body yielded; final once {@link #settled()} (or after {@link #finish}).
+   * What the body yielded; final once {@link #contentEnded()} (nothing that can still arrive changes
+   * it), or after {@link #finish}.
    */
   ContextObservation observation();
 
   /**
-   * True once nothing that can still arrive may change the {@link #observation()}: the JSON
-   * document's root object has closed, or the event stream's last event has been seen. The body
-   * itself may not have ended: Envoy often sends its end as a message of its own, and a client that
-   * knows the body's length has the whole response before that message is answered. The usage is
-   * stored at this point, so the store write lands before the client can have the response.
+   * True once the body's content is complete although the body itself may not have ended: the JSON
+   * document's root object has closed, or the event stream's last event ({@code [DONE]}, ...) has
+   * been read. Only the end of the body can follow, and Envoy often sends it as a message of its own,
+   * which a client that knows the body's length does not wait for.
    */
-  boolean settled();
+  boolean contentEnded();
 }

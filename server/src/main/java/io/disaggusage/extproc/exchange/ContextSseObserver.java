@@ -20,7 +20,7 @@ public final class ContextSseObserver extends ForwardingContextObserver {
   private List<String> ids = List.of();
   private String model;
   private Outcome outcome = Outcome.NO_USAGE;
-  private boolean settled;
+  private boolean lastEventSeen;
 
   public ContextSseObserver(JsonFactory json, int maxEventBytes) {
     this.json = json;
@@ -38,10 +38,10 @@ public final class ContextSseObserver extends ForwardingContextObserver {
   }
 
   private void onItem(SseItem item) {
-    if (settled || !(item instanceof SseEvent event) || !event.hasData()) {
+    if (lastEventSeen || !(item instanceof SseEvent event) || !event.hasData()) {
       return;
     }
-    settled = event.endsStream();
+    lastEventSeen = event.endsStream();
     if (!event.mayContainUsage()) {
       return;
     }
@@ -59,8 +59,8 @@ public final class ContextSseObserver extends ForwardingContextObserver {
   }
 
   @Override
-  public boolean settled() {
-    return settled;
+  public boolean contentEnded() {
+    return lastEventSeen;
   }
 
   @Override

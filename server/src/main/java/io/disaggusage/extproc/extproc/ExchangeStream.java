@@ -499,7 +499,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
    * Envoy often sends on its own, and the orchestrator's generation call may follow at once.
    */
   private void onContextChunk(ContextObserver observer, Slot slot, byte[] original, byte[] ready, boolean end) {
-    if (!contextStored && (end || observer.settled())) {
+    if (!contextStored && (end || observer.contentEnded())) {
       contextStored = true;
       storeContext(observer.observation(), slot, original, ready);
       return;

@@ -21,7 +21,7 @@ public final class UsageRemovingContextObserver extends UsageRemovingProcessor i
   }
 
   @Override
-  public boolean settled() {
-    return ((ContextObserver) inner()).settled();
+  public boolean contentEnded() {
+    return ((ContextObserver) inner()).contentEnded();
   }
 }
