@@ -97,10 +97,13 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
+  /** Response body bytes received so far (also for the summary line). */
+  private long bytesIn;
+  /** The response's content-length as the upstream announced it, or -1. */
+  private long announcedLength = -1;
 
   // For the summary line only.
   private final long openedNanos = System.nanoTime();
-  private long bytesIn;
   private long bytesOut;
   private CorrelationKey logKey;
   private ExchangeReport generationReport;
@@ -252,6 +255,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     boolean requestStillStreaming = readingRequestBody && !requestEnded;
     Map<String, String> map = EnvoyMessages.headers(headers.getHeaders());
+    announcedLength = contentLength(map.get("content-length"));
     if (injection != null) {
       injection.onResponseHeaders(
           is2xx(map.get(":status")) && !headers.getEndOfStream(),
@@ -427,13 +431,29 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       deferredEnd = slot;
       deferredEndPrefix = ready;
       inFlight = EMPTY;
-      long remaining =
-          services.config().ordering().contextWait().toMillis()
-              - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
-      send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
+      if (!endCameWithTheLastBytes(bytes)) {
+        long remaining =
+            services.config().ordering().contextWait().toMillis()
+                - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
+        send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
+      }
       return;
     }
     completeGeneration(slot, bytes, ready);
+  }
+
+  /**
+   * Whether this last message is an empty end that Envoy sent together with the message before it,
+   * so that Envoy runs no message timer for it and would ignore an {@code override_message_timeout}.
+   * Envoy's timer belongs to the latest message it sent and stops at any reply, also at the reply to an
+   * earlier message. Envoy's HTTP/1 codec reports the end of a body with a content-length in the same
+   * event as its last bytes, so when every announced byte came before this empty message, Envoy sent
+   * the two back to back, and our reply to the first stopped the timer before this one could need
+   * extending. Any other end (one carrying data, the end of a chunked stream, which may come in a
+   * read of its own) gets the override.
+   */
+  private boolean endCameWithTheLastBytes(byte[] lastBytes) {
+    return lastBytes.length == 0 && announcedLength >= 0 && bytesIn == announcedLength;
   }
 
   private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
@@ -725,6 +745,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private static boolean is2xx(String status) {
     return status != null && status.length() == 3 && status.charAt(0) == '2';
+  }
+
+  /** A content-length header's value, or -1 when there is none or it is not a plain number. */
+  private static long contentLength(String value) {
+    if (value == null) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 
   private static boolean identity(String contentEncoding) {
