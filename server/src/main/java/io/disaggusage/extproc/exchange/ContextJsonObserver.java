@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.exchange;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.json.JsonUsageScanner;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageRule;
@@ -9,12 +10,16 @@ import java.util.List;
 
 /**
  * Observes a non-streaming context response: every chunk is forwarded unchanged at once, a copy is
- * kept (up to {@code maxBodyBytes}) and read when the body ends.
+ * kept (up to {@code maxBodyBytes}) and read as soon as a {@link JsonUsageScanner} sees the root
+ * object close, or else when the body ends (a malformed or cut body). Bytes after the root object are
+ * not read: the usage may already be stored by then.
  */
 public final class ContextJsonObserver extends ForwardingContextObserver {
   private final JsonFactory factory;
   private final int maxBodyBytes;
+  private final JsonUsageScanner scanner = new JsonUsageScanner();
   private ByteArrayOutputStream copy = new ByteArrayOutputStream(4096);
+  private boolean rootClosed;
   private ContextObservation observation =
       new ContextObservation(null, List.of(), null, Outcome.NO_USAGE);
 
@@ -34,6 +39,19 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
       return;
     }
     copy.write(chunk, 0, chunk.length);
+    if (closesRoot(chunk)) {
+      observeEnd();
+      rootClosed = true;
+    }
+  }
+
+  /** Scans the chunk; true once the root object has closed (whitespace may follow). */
+  private boolean closesRoot(byte[] chunk) {
+    int i = 0;
+    while (i < chunk.length && !scanner.failed()) {
+      i = scanner.scan(chunk, i, chunk.length);
+    }
+    return scanner.complete();
   }
 
   @Override
@@ -42,6 +60,11 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
       observation = observe(factory, copy.toByteArray());
       copy = null;
     }
+  }
+
+  @Override
+  public boolean contentEnded() {
+    return rootClosed;
   }
 
   /** Reads context usage and ids from one complete JSON document. */

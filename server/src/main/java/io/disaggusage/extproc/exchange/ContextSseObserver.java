@@ -10,7 +10,8 @@ import java.util.List;
 /**
  * Observes a streaming context response (SGLang prefill streams when its client streamed; Anthropic
  * Messages streams): every chunk is forwarded unchanged at once; the usage of the last event whose
- * usage states a prompt count is kept.
+ * usage states a prompt count is kept, up to the stream's last event ({@link SseEvent#endsStream()}),
+ * after which nothing changes it.
  */
 public final class ContextSseObserver extends ForwardingContextObserver {
   private final JsonFactory json;
@@ -19,6 +20,7 @@ public final class ContextSseObserver extends ForwardingContextObserver {
   private List<String> ids = List.of();
   private String model;
   private Outcome outcome = Outcome.NO_USAGE;
+  private boolean lastEventSeen;
 
   public ContextSseObserver(JsonFactory json, int maxEventBytes) {
     this.json = json;
@@ -36,7 +38,11 @@ public final class ContextSseObserver extends ForwardingContextObserver {
   }
 
   private void onItem(SseItem item) {
-    if (!(item instanceof SseEvent event) || !event.hasData() || !event.mayContainUsage()) {
+    if (lastEventSeen || !(item instanceof SseEvent event) || !event.hasData()) {
+      return;
+    }
+    lastEventSeen = event.endsStream();
+    if (!event.mayContainUsage()) {
       return;
     }
     ContextObservation seen = ContextJsonObserver.observe(json, event.payloadBytes(), true);
@@ -50,6 +56,11 @@ public final class ContextSseObserver extends ForwardingContextObserver {
       usage = seen.usage();
       outcome = seen.outcome();
     }
+  }
+
+  @Override
+  public boolean contentEnded() {
+    return lastEventSeen;
   }
 
   @Override

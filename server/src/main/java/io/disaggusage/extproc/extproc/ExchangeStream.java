@@ -92,13 +92,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private byte[] giveBack = EMPTY;
   /** Bytes taken from the body processor for the reply being built; given back if that fails. */
   private byte[] inFlight = EMPTY;
+  /** The context usage went to the store (or was found unusable): later chunks are only forwarded. */
+  private boolean contextStored;
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
+  /** Response body bytes received so far (also for the summary line). */
+  private long bytesIn;
+  /** The response's content-length as the upstream announced it, or -1. */
+  private long announcedLength = -1;
 
   // For the summary line only.
   private final long openedNanos = System.nanoTime();
-  private long bytesIn;
   private long bytesOut;
   private CorrelationKey logKey;
   private ExchangeReport generationReport;
@@ -250,6 +255,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     boolean requestStillStreaming = readingRequestBody && !requestEnded;
     Map<String, String> map = EnvoyMessages.headers(headers.getHeaders());
+    announcedLength = contentLength(map.get("content-length"));
     if (injection != null) {
       injection.onResponseHeaders(
           is2xx(map.get(":status")) && !headers.getEndOfStream(),
@@ -412,12 +418,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
     byte[] ready = body.takeReady();
     inFlight = ready;
-    if (!end) {
-      complete(slot, bodyReply(bytes, ready, null));
+    if (body instanceof ContextObserver observer) {
+      onContextChunk(observer, slot, bytes, ready, end);
       return;
     }
-    if (body instanceof ContextObserver observer) {
-      storeContext(observer.observation(), slot, bytes, ready);
+    if (!end) {
+      complete(slot, bodyReply(bytes, ready, null));
       return;
     }
     if (body.waiting()) {
@@ -425,13 +431,29 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       deferredEnd = slot;
       deferredEndPrefix = ready;
       inFlight = EMPTY;
-      long remaining =
-          services.config().ordering().contextWait().toMillis()
-              - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
-      send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
+      if (!endCameWithTheLastBytes(bytes)) {
+        long remaining =
+            services.config().ordering().contextWait().toMillis()
+                - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
+        send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
+      }
       return;
     }
     completeGeneration(slot, bytes, ready);
+  }
+
+  /**
+   * Whether this last message is an empty end that Envoy sent together with the message before it,
+   * so that Envoy runs no message timer for it and would ignore an {@code override_message_timeout}.
+   * Envoy's timer belongs to the latest message it sent and stops at any reply, also at the reply to an
+   * earlier message. Envoy's HTTP/1 codec reports the end of a body with a content-length in the same
+   * event as its last bytes, so when every announced byte came before this empty message, Envoy sent
+   * the two back to back, and our reply to the first stopped the timer before this one could need
+   * extending. Any other end (one carrying data, the end of a chunked stream, which may come in a
+   * read of its own) gets the override.
+   */
+  private boolean endCameWithTheLastBytes(byte[] lastBytes) {
+    return lastBytes.length == 0 && announcedLength >= 0 && bytesIn == announcedLength;
   }
 
   private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
@@ -490,11 +512,24 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
+  /**
+   * A context response chunk. The reply to the chunk in which the usage settles waits for the store
+   * write: a client that knows the body's length (a JSON response with content-length) has its whole
+   * response as soon as Envoy forwards that chunk, without waiting for the end-of-stream message
+   * Envoy often sends on its own, and the orchestrator's generation call may follow at once.
+   */
+  private void onContextChunk(ContextObserver observer, Slot slot, byte[] original, byte[] ready, boolean end) {
+    if (!contextStored && (end || observer.contentEnded())) {
+      contextStored = true;
+      storeContext(observer.observation(), slot, original, ready);
+      return;
+    }
+    complete(slot, bodyReply(original, ready, null));
+  }
+
   private void storeContext(ContextObservation observation, Slot slot, byte[] original, byte[] ready) {
     if (observation.usage() == null) {
-      ProcessingResponse reply = bodyReply(original, ready, null);
-      report(Phase.CONTEXT, observation.outcome());
-      complete(slot, reply);
+      answerContext(slot, original, ready, observation.outcome());
       return;
     }
     storedUsage = observation.usage();
@@ -510,36 +545,46 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       }
     }
     if (keys.isEmpty()) {
-      ProcessingResponse reply = bodyReply(original, ready, null);
-      report(Phase.CONTEXT, Outcome.PASSTHROUGH_NO_CONTEXT);
-      complete(slot, reply);
+      answerContext(slot, original, ready, Outcome.PASSTHROUGH_NO_CONTEXT);
       return;
     }
     if (logKey == null) {
       logKey = keys.get(0);
     }
-    // The last reply waits for the write: a generation lookup can then never race it (§4).
+    // This reply waits for the write, and the replies behind it with it: the client cannot have the
+    // whole response before the usage is in the store, so a context-first lookup finds it (§4).
     services
         .store()
         .put(keys, observation.usage())
         .whenComplete((ok, error) -> onStored(slot, original, ready, error));
   }
 
+  /** A context chunk's reply with nothing to store: the exchange's outcome is known now. */
+  private void answerContext(Slot slot, byte[] original, byte[] ready, Outcome outcome) {
+    ProcessingResponse reply = bodyReply(original, ready, null);
+    report(Phase.CONTEXT, outcome);
+    complete(slot, reply);
+  }
+
   private synchronized void onStored(Slot slot, byte[] original, byte[] ready, Throwable error) {
-    if (closed) {
+    if (error != null) {
+      services.metrics().storeError(Metrics.StoreOperation.PUT);
+      services.warnings().storeWriteFailed(error);
+    }
+    Outcome outcome = error == null ? Outcome.STORED : Outcome.ERROR;
+    if (closed || abandoned) {
+      // Nothing to answer any more, or the reply already went out unmodified. Counted all the same:
+      // the write landed (or failed) although the client went away meanwhile.
+      report(Phase.CONTEXT, outcome);
       return;
     }
     try {
-      if (error != null) {
-        services.metrics().storeError(Metrics.StoreOperation.PUT);
-        services.warnings().storeWriteFailed(error);
-      }
       ProcessingResponse reply = bodyReply(original, ready, null);
-      report(Phase.CONTEXT, error == null ? Outcome.STORED : Outcome.ERROR);
+      report(Phase.CONTEXT, outcome);
       complete(slot, reply);
     } catch (RuntimeException e) {
       if (slot.reply == null) {
-        deferredEnd = slot; // the last reply owes the bytes taken for it
+        deferredEnd = slot; // this reply owes the bytes taken for it
         inFlight = ready;
       }
       failOpen(e, null, slot);
@@ -700,6 +745,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
 
   private static boolean is2xx(String status) {
     return status != null && status.length() == 3 && status.charAt(0) == '2';
+  }
+
+  /** A content-length header's value, or -1 when there is none or it is not a plain number. */
+  private static long contentLength(String value) {
+    if (value == null) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 
   private static boolean identity(String contentEncoding) {

@@ -19,4 +19,9 @@ public final class UsageRemovingContextObserver extends UsageRemovingProcessor i
   public ContextObservation observation() {
     return ((ContextObserver) inner()).observation();
   }
+
+  @Override
+  public boolean contentEnded() {
+    return ((ContextObserver) inner()).contentEnded();
+  }
 }

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * One complete SSE event as framed by {@link SseFramer}: its exact raw bytes (every line with its
@@ -26,6 +27,8 @@ public final class SseEvent implements SseItem {
   private static final byte[] DONE = "[DONE]".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] USAGE = "\"usage\"".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] EMPTY = new byte[0];
+  private static final Set<String> FINAL_EVENT_TYPES =
+      Set.of("message_stop", "response.completed", "response.incomplete", "response.failed");
 
   private final byte[] raw;
   private final boolean terminated;
@@ -222,6 +225,16 @@ public final class SseEvent implements SseItem {
   public boolean isDone() {
     return payloadLength == DONE.length
         && Arrays.equals(payload, payloadOffset, payloadOffset + payloadLength, DONE, 0, DONE.length);
+  }
+
+  /**
+   * Whether the event is its stream's last by the rules of its API, so that only the end of the body
+   * can follow: {@code data: [DONE]} (chat and completions), {@code event: message_stop} (Anthropic
+   * Messages), or {@code event: response.completed}, {@code response.incomplete} or {@code
+   * response.failed} (Responses API).
+   */
+  public boolean endsStream() {
+    return isDone() || (eventType != null && FINAL_EVENT_TYPES.contains(eventType));
   }
 
   /**

@@ -122,6 +122,44 @@ class JsonBodyProcessorsTest {
   }
 
   @Test
+  void contextObserverSettlesWhenTheRootObjectClosesNotAtTheEndOfTheBody() {
+    String ctx = "{\"id\":\"c\",\"usage\":{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}}";
+    for (int cut = 1; cut < ctx.length(); cut++) {
+      ContextJsonObserver o = new ContextJsonObserver(JSON, 1 << 20);
+      o.accept(ctx.substring(0, cut).getBytes(StandardCharsets.UTF_8));
+      assertThat(o.contentEnded()).as("after %d bytes", cut).isFalse();
+      o.accept(ctx.substring(cut).getBytes(StandardCharsets.UTF_8));
+      assertThat(o.contentEnded()).isTrue();
+      assertThat(o.observation().usage()).isEqualTo(CTX);
+      o.accept(" \n".getBytes(StandardCharsets.UTF_8)); // whitespace after the root object
+      o.finish();
+      assertThat(o.observation().outcome()).isEqualTo(Outcome.STORED);
+    }
+    // A body that does not close its root object is read at its end, as before.
+    ContextJsonObserver cut = new ContextJsonObserver(JSON, 1 << 20);
+    cut.accept(ctx.substring(0, ctx.length() - 1).getBytes(StandardCharsets.UTF_8));
+    cut.finish();
+    assertThat(cut.contentEnded()).isFalse();
+    assertThat(cut.observation().outcome()).isEqualTo(Outcome.PARSE_ERROR);
+  }
+
+  @Test
+  void contextSseObserverSettlesAtTheStreamsLastEvent() {
+    String usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}}\n\n";
+    ContextSseObserver o = new ContextSseObserver(JSON, 1 << 16);
+    o.accept(usage.getBytes(StandardCharsets.UTF_8));
+    assertThat(o.contentEnded()).isFalse(); // a later usage event would still win
+    o.accept("data: [DONE]\n".getBytes(StandardCharsets.UTF_8));
+    assertThat(o.contentEnded()).isFalse();
+    o.accept("\n".getBytes(StandardCharsets.UTF_8));
+    assertThat(o.contentEnded()).isTrue();
+    assertThat(o.observation().usage()).isEqualTo(CTX);
+    ContextSseObserver messages = new ContextSseObserver(JSON, 1 << 16);
+    messages.accept("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".getBytes(StandardCharsets.UTF_8));
+    assertThat(messages.contentEnded()).isTrue();
+  }
+
+  @Test
   void contextSseObserverKeepsTheLastUsage() {
     String stream =
         "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"

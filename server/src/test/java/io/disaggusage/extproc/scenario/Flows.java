@@ -20,9 +20,15 @@ public final class Flows {
     return DisaggFlows.run(envoy, exchange);
   }
 
-  /** {@link DisaggFlows#contextFirst}. */
+  /** {@link DisaggFlows#contextFirst(FakeEnvoy, Exchange.Builder, Exchange.Builder)}. */
   public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
     return DisaggFlows.contextFirst(envoy, ctx, gen);
+  }
+
+  /** {@link DisaggFlows#contextFirst(FakeEnvoy, Exchange.Builder, FakeEnvoy, Exchange.Builder)}. */
+  public static ExchangeResult[] contextFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    return DisaggFlows.contextFirst(ctxEnvoy, ctx, genEnvoy, gen);
   }
 
   /** {@link DisaggFlows#generationFirst(FakeEnvoy, Exchange.Builder, Exchange.Builder)}. */

@@ -13,8 +13,9 @@ import java.util.function.Supplier;
 
 /**
  * A store in front of a real one that can be switched, at any moment, to behave like a remote store
- * that is down (every operation fails), slow (every result arrives {@code delay} late, on the timer) or
- * restarted (everything stored so far is gone). Stands in for Redis faults in service-level tests.
+ * that is down (every operation fails), slow (every result arrives {@code delay} late, on the timer),
+ * loaded (writes land {@code delay} late) or restarted (everything stored so far is gone). Stands in
+ * for Redis faults in service-level tests.
  */
 public final class FaultyStore implements ContextUsageStore {
   /** What the next operations do. */
@@ -22,17 +23,24 @@ public final class FaultyStore implements ContextUsageStore {
     UP,
     DOWN,
     SLOW,
+    /**
+     * A put reaches the real store {@code delay} late and completes when that write does; reads are
+     * prompt, so a lookup made meanwhile misses the entry (a loaded host, a distant Redis).
+     */
+    LATE_WRITES,
     /** Operations throw instead of returning a future (a client library bug). */
     THROWING
   }
 
-  private final MemoryContextUsageStore real;
+  private final ContextUsageStore real;
   private final ScheduledExecutorService timer;
   private volatile Mode mode = Mode.UP;
   private volatile Duration delay = Duration.ofMillis(500);
   private final AtomicLong failed = new AtomicLong();
+  private final CompletableFuture<Void> firstPut = new CompletableFuture<>();
 
-  public FaultyStore(MemoryContextUsageStore real, ScheduledExecutorService timer) {
+  /** {@code real}: any store; {@link #restart()} needs the memory store. */
+  public FaultyStore(ContextUsageStore real, ScheduledExecutorService timer) {
     this.real = real;
     this.timer = timer;
   }
@@ -49,7 +57,12 @@ public final class FaultyStore implements ContextUsageStore {
 
   /** Loses every entry, as a restarted store without persistence does. Waiters stay registered. */
   public void restart() {
-    real.clearEntries();
+    ((MemoryContextUsageStore) real).clearEntries();
+  }
+
+  /** Completes when the first put has been asked for (whatever the mode). */
+  public CompletableFuture<Void> firstPut() {
+    return firstPut;
   }
 
   /** Operations that failed because of the fault. */
@@ -60,6 +73,7 @@ public final class FaultyStore implements ContextUsageStore {
   private <T> CompletableFuture<T> apply(Supplier<CompletableFuture<T>> op) {
     return switch (mode) {
       case UP -> op.get();
+      case LATE_WRITES -> op.get(); // only puts are late, see put()
       case DOWN -> {
         failed.incrementAndGet();
         yield CompletableFuture.failedFuture(new IllegalStateException("store down"));
@@ -70,14 +84,8 @@ public final class FaultyStore implements ContextUsageStore {
       }
       case SLOW -> {
         CompletableFuture<T> late = new CompletableFuture<>();
-        long nanos = delay.toNanos();
-        op.get().whenComplete((v, e) -> timer.schedule(() -> {
-          if (e != null) {
-            late.completeExceptionally(e);
-          } else {
-            late.complete(v);
-          }
-        }, nanos, TimeUnit.NANOSECONDS));
+        CompletableFuture<T> result = op.get();
+        result.whenComplete((v, e) -> later(() -> relay(result, late)));
         // Cancelling the late future withdraws nothing from the real store: like a slow remote call.
         yield late;
       }
@@ -86,7 +94,29 @@ public final class FaultyStore implements ContextUsageStore {
 
   @Override
   public CompletableFuture<Void> put(List<CorrelationKey> keys, ContextUsage usage) {
-    return apply(() -> real.put(keys, usage));
+    firstPut.complete(null);
+    if (mode != Mode.LATE_WRITES) {
+      return apply(() -> real.put(keys, usage));
+    }
+    CompletableFuture<Void> landed = new CompletableFuture<>();
+    later(() -> relay(real.put(keys, usage), landed));
+    return landed;
+  }
+
+  /** Runs {@code task} on the timer, {@code delay} from now. */
+  private void later(Runnable task) {
+    timer.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
+  }
+
+  /** Completes {@code to} as {@code from} completes. */
+  private static <T> void relay(CompletableFuture<T> from, CompletableFuture<T> to) {
+    from.whenComplete((v, e) -> {
+      if (e != null) {
+        to.completeExceptionally(e);
+      } else {
+        to.complete(v);
+      }
+    });
   }
 
   @Override
@@ -115,7 +145,7 @@ public final class FaultyStore implements ContextUsageStore {
 
   @Override
   public boolean isReady() {
-    return mode == Mode.UP || mode == Mode.SLOW;
+    return (mode == Mode.UP || mode == Mode.SLOW || mode == Mode.LATE_WRITES) && real.isReady();
   }
 
   @Override

@@ -17,23 +17,40 @@ public final class DisaggFlows {
    * chunk as its own message (as with a real upstream that streams).
    */
   public static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
+    return start(envoy, exchange).awaitResult();
+  }
+
+  /** {@link #run} without waiting for the result. */
+  private static ExchangeHandle start(FakeEnvoy envoy, Exchange.Builder exchange) {
     ExchangeHandle h = envoy.start(exchange.gateRequestBody().gateResponseBody().build());
     h.awaitRequestHeadersForwarded();
     h.releaseRequestBody();
     h.awaitResponseHeadersForwarded();
     h.releaseResponseBody();
-    return h.awaitResult();
+    return h;
   }
 
   /**
-   * Context-first: the context response has fully passed before the generation request starts.
+   * Context-first: the generation request starts once the orchestrator has read the whole context
+   * response. With a content-length that is when its last byte arrived, which can be before Envoy ends
+   * the stream (the end of the body is often a message of its own), as with a real HTTP/1.1 client.
    *
    * @return the context result, then the generation result
    */
   public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    ExchangeResult c = run(envoy, ctx);
-    ExchangeResult g = run(envoy, gen);
-    return new ExchangeResult[] {c, g};
+    return contextFirst(envoy, ctx, envoy, gen);
+  }
+
+  /**
+   * Context-first with the two legs through different Envoys (hence possibly different service
+   * replicas).
+   */
+  public static ExchangeResult[] contextFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    ExchangeHandle c = start(ctxEnvoy, ctx);
+    c.awaitResponseRead();
+    ExchangeResult g = run(genEnvoy, gen);
+    return new ExchangeResult[] {c.awaitResult(), g};
   }
 
   /**
@@ -53,6 +70,16 @@ public final class DisaggFlows {
    */
   public static ExchangeResult[] generationFirst(
       FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
+    return generationFirst(ctxEnvoy, ctx, genEnvoy, gen, Duration.ZERO);
+  }
+
+  /**
+   * Generation-first where the context response body reaches Envoy {@code contextLag} after the
+   * generation's last body message was sent (a prefill that takes longer than Envoy's message timeout,
+   * for one).
+   */
+  public static ExchangeResult[] generationFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen, Duration contextLag) {
     ExchangeHandle g = genEnvoy.start(gen.gateRequestBody().gateResponseBody().build());
     g.awaitRequestHeadersForwarded();
     g.releaseRequestBody();
@@ -63,11 +90,21 @@ public final class DisaggFlows {
     g.releaseResponseBody();
     // The generation's last body message has been sent before the context body is released.
     awaitEndOfResponseSent(g);
+    pause(contextLag);
     c.awaitResponseHeadersForwarded();
     c.releaseResponseBody();
     ExchangeResult cr = c.awaitResult();
     ExchangeResult gr = g.awaitResult();
     return new ExchangeResult[] {cr, gr};
+  }
+
+  private static void pause(Duration d) {
+    try {
+      Thread.sleep(d.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
   }
 
   /**
@@ -82,12 +119,7 @@ public final class DisaggFlows {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("generation response never ended");
       }
-      try {
-        Thread.sleep(1);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted waiting for the generation response", e);
-      }
+      pause(Duration.ofMillis(1));
     }
   }
 }

@@ -48,6 +48,7 @@ public final class Exchange {
   final Duration responseChunkDelay;
   final boolean duplicateFinalBodyMessage;
   final int downstreamResetAfterResponseChunks;
+  final boolean clientClosesAfterResponse;
 
   private Exchange(Builder b) {
     this.name = b.name;
@@ -88,6 +89,7 @@ public final class Exchange {
     this.responseChunkDelay = b.responseChunkDelay;
     this.duplicateFinalBodyMessage = b.duplicateFinalBodyMessage;
     this.downstreamResetAfterResponseChunks = b.downstreamResetAfterResponseChunks;
+    this.clientClosesAfterResponse = b.clientClosesAfterResponse;
   }
 
   public static Builder builder() {
@@ -161,6 +163,7 @@ public final class Exchange {
     private Duration responseChunkDelay = Duration.ZERO;
     private boolean duplicateFinalBodyMessage;
     private int downstreamResetAfterResponseChunks = -1;
+    private boolean clientClosesAfterResponse;
 
     private Builder() {}
 
@@ -347,6 +350,16 @@ public final class Exchange {
         throw new IllegalArgumentException("n must be >= 0");
       }
       this.downstreamResetAfterResponseChunks = n;
+      return this;
+    }
+
+    /**
+     * The client closes its connection as soon as it has read the whole response (a client without a
+     * connection pool). With a content-length that can be before Envoy's end of stream, which Envoy
+     * then sees as a downstream reset: the ext_proc stream is reset, replies still owed are never read.
+     */
+    public Builder clientClosesAfterResponse() {
+      this.clientClosesAfterResponse = true;
       return this;
     }
 

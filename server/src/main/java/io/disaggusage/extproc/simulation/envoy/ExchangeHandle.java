@@ -37,6 +37,15 @@ public final class ExchangeHandle {
     return await(stream.result, timeout, "exchange result");
   }
 
+  /**
+   * Waits until the client has read the whole response: with a content-length, once that many body
+   * bytes arrived (an HTTP/1.1 client reads no further, so Envoy's own end of stream can come later);
+   * otherwise until the response ends.
+   */
+  public void awaitResponseRead() {
+    await(stream.responseRead, "response read by the client");
+  }
+
   /** Completes with the request headers as the upstream received them. */
   public CompletableFuture<HeaderList> requestHeadersForwarded() {
     return stream.requestHeadersForwarded;

@@ -103,6 +103,8 @@ final class FilterStream {
     boolean ended;
     boolean bodyReplaced;
     boolean partialProcessed;
+    /** The empty last chunk was delivered with the chunk before it (see {@link #deliver}). */
+    boolean endCameWithData;
 
     Dir(boolean isRequest) {
       this.isRequest = isRequest;
@@ -171,6 +173,13 @@ final class FilterStream {
   final CompletableFuture<HeaderList> requestHeadersForwarded = new CompletableFuture<>();
   final CompletableFuture<HeaderList> responseHeadersForwarded = new CompletableFuture<>();
   final CompletableFuture<Void> streamOpened = new CompletableFuture<>();
+  /**
+   * Completes when the client has read the whole response: for a body with a content-length, once that
+   * many bytes arrived, which can be before Envoy ends the stream (the end of a body is often a message
+   * of its own, waiting for the processor's reply while its data is already out); otherwise when the
+   * response ends.
+   */
+  final CompletableFuture<Void> responseRead = new CompletableFuture<>();
   private final CompletableFuture<Void> upstreamStart = new CompletableFuture<>();
   private final List<Map.Entry<Predicate<byte[]>, CompletableFuture<byte[]>>> bodyWatchers =
       new CopyOnWriteArrayList<>();
@@ -217,7 +226,7 @@ final class FilterStream {
       chain = chain
           .thenCompose(v -> requestGates.gate(idx))
           .thenCompose(v -> delay(exchange.requestChunkDelay))
-          .thenRunAsync(guarded(() -> onData(req, requestChunks.get(idx), eos)), loop);
+          .thenRunAsync(guarded(() -> deliver(req, requestChunks, requestGates, exchange.requestChunkDelay, idx, eos)), loop);
     }
     if (exchange.requestTrailers != null) {
       int idx = requestChunks.size();
@@ -239,7 +248,7 @@ final class FilterStream {
       rchain = rchain
           .thenCompose(v -> responseGates.gate(idx))
           .thenCompose(v -> delay(exchange.responseChunkDelay))
-          .thenRunAsync(guarded(() -> onData(resp, responseChunks.get(idx), eos)), loop);
+          .thenRunAsync(guarded(() -> deliver(resp, responseChunks, responseGates, exchange.responseChunkDelay, idx, eos)), loop);
       if (exchange.downstreamResetAfterResponseChunks == idx + 1) {
         rchain = rchain.thenRunAsync(guarded(this::downstreamReset), loop);
       }
@@ -248,6 +257,27 @@ final class FilterStream {
       int idx = responseChunks.size();
       rchain.thenCompose(v -> responseGates.gate(idx))
           .thenRunAsync(guarded(() -> onTrailers(resp, exchange.responseTrailers.copy())), loop);
+    }
+  }
+
+  /**
+   * Delivers chunk {@code idx} as one codec event. An empty last chunk that is already there (its
+   * gate open, no pause before it) comes in the same event as the chunk before it, as Envoy's codecs
+   * report the end of a body read together with its last bytes: an HTTP/1 body's length reached or its
+   * chunked terminator, an HTTP/2 end of stream read with the data. The two messages then go to the
+   * processor back to back, before any reply to the first can arrive.
+   */
+  private void deliver(Dir d, List<byte[]> chunks, Gates gates, java.time.Duration pause, int idx, boolean eos) {
+    int last = chunks.size() - 1;
+    if (idx == last && d.endCameWithData) {
+      return;
+    }
+    onData(d, chunks.get(idx), eos);
+    boolean endFollows = idx == last - 1 && chunks.get(last).length == 0 && (d.isRequest
+        ? exchange.requestTrailers == null : exchange.responseTrailers == null);
+    if (endFollows && pause.isZero() && gates.gate(last).isDone()) {
+      d.endCameWithData = true;
+      onData(d, chunks.get(last), true);
     }
   }
 
@@ -530,10 +560,27 @@ final class FilterStream {
             w.getValue().complete(snapshot);
           }
         }
+        checkResponseRead(snapshot.length);
       }
     }
     if (endStream) {
       sinkEnd(d);
+    }
+  }
+
+  /** The client has every byte its content-length announced: for it, the response is complete. */
+  private void checkResponseRead(int bodyBytes) {
+    if (clientHeaders != null
+        && clientHeaders.contains("content-length")
+        && !ClientResponse.mismatch(clientHeaders, bodyBytes)) {
+      clientHasResponse();
+    }
+  }
+
+  private void clientHasResponse() {
+    if (responseRead.complete(null) && exchange.clientClosesAfterResponse && !finished) {
+      // After the current event, as a client's close reaches Envoy.
+      loop.execute(guarded(this::downstreamReset));
     }
   }
 
@@ -544,6 +591,8 @@ final class FilterStream {
     d.ended = true;
     if (d.isRequest) {
       maybeStartUpstream();
+    } else {
+      clientHasResponse();
     }
     maybeFinish();
   }
@@ -1407,6 +1456,7 @@ final class FilterStream {
       for (var w : sentWatchers) {
         w.getValue().completeExceptionally(notForwarded);
       }
+      responseRead.complete(null);
       result.complete(r);
     });
   }

@@ -8,6 +8,7 @@ import static io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestC
 import static io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase.RESPONSE_HEADERS;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -96,6 +97,42 @@ class FakeEnvoyModeOverrideTest extends FakeEnvoyTestSupport {
 
     assertThat(cases(r.messagesSent())).containsExactly(REQUEST_HEADERS, RESPONSE_HEADERS);
     assertThat(r.clientResponse().bodyUtf8()).isEqualTo("hello");
+  }
+
+  @Test
+  void aClientThatKnowsTheLengthHasTheResponseBeforeEnvoyEndsTheStream() throws Exception {
+    // Streams the response by override (content-length stays); answers the end of the body 300 ms late.
+    ScriptedProcessor slowEnd = new ScriptedProcessor((req, s) -> {
+      if (req.hasResponseHeaders()) {
+        s.reply(pass(req).toBuilder().setModeOverride(STREAM_RESPONSE).build());
+      } else if (req.hasResponseBody() && req.getResponseBody().getEndOfStream()) {
+        s.replyLater(pass(req), 300);
+      } else {
+        s.reply(pass(req));
+      }
+    });
+    FakeEnvoy envoy = envoy(slowEnd, overridable().setMessageTimeout(Durations.fromMillis(2000)).build(), EnvoyProfile.V1_37);
+    // As an HTTP/1 upstream's codec delivers a body: its bytes, then its end as a message of its own.
+    Exchange.Builder exchange = Exchange.post("/x", "{}").responseBody("{\"a\":1}").responseContentLength()
+        .responseChunking(Chunking.whole().withEmptyFinalChunk()).gateResponseBody();
+
+    ExchangeHandle h = envoy.start(exchange.build());
+    h.awaitResponseHeadersForwarded();
+    h.releaseResponseBody();
+    h.awaitResponseRead();
+    assertThat(h.result()).isNotDone();
+    assertThat(h.clientBodySoFar()).asString().isEqualTo("{\"a\":1}");
+    assertThat(h.awaitResult().clientResponse().complete()).isTrue();
+
+    // A client that closes its connection then resets the stream: the reply to the end is never read.
+    ExchangeHandle closing = envoy.start(exchange.clientClosesAfterResponse().build());
+    closing.awaitResponseHeadersForwarded();
+    closing.releaseResponseBody();
+    ExchangeResult r = closing.awaitResult();
+    assertThat(r.clientResponse().reset()).isTrue();
+    assertThat(r.clientResponse().bodyUtf8()).isEqualTo("{\"a\":1}");
+    assertThat(r.stats().get(EnvoyStats.STREAM_MSGS_SENT) - r.stats().get(EnvoyStats.STREAM_MSGS_RECEIVED))
+        .isEqualTo(1);
   }
 
   @Test
