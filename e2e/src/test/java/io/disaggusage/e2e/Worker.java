@@ -37,9 +37,18 @@ final class Worker implements AutoCloseable {
    * @param chunks the body's pieces, each written and flushed on its own
    * @param pause the time between two pieces
    * @param delay the time before the status line
+   * @param contentLength announce the body's length (as uvicorn does for a JSON response) instead of
+   *     {@code Transfer-Encoding: chunked} (as for a stream)
    */
-  record Reply(int status, String contentType, List<byte[]> chunks, Duration pause, Duration delay) {
-    /** {@code body} in {@code pieces} near-equal chunks, {@code pause} apart. */
+  record Reply(int status, String contentType, List<byte[]> chunks, Duration pause, Duration delay, boolean contentLength) {
+    Reply(int status, String contentType, List<byte[]> chunks, Duration pause, Duration delay) {
+      this(status, contentType, chunks, pause, delay, !contentType.startsWith("text/event-stream"));
+    }
+
+    /**
+     * {@code body} in {@code pieces} near-equal chunks, {@code pause} apart; JSON with a content-length,
+     * SSE chunked, as engines' HTTP servers send them.
+     */
     static Reply paced(String contentType, byte[] body, int pieces, Duration pause) {
       List<byte[]> chunks = new ArrayList<>();
       int size = Math.max(1, (body.length + pieces - 1) / pieces);
@@ -50,7 +59,11 @@ final class Worker implements AutoCloseable {
     }
 
     Reply delayedBy(Duration delay) {
-      return new Reply(status, contentType, chunks, pause, delay);
+      return new Reply(status, contentType, chunks, pause, delay, contentLength);
+    }
+
+    long length() {
+      return chunks.stream().mapToLong(c -> c.length).sum();
     }
   }
 
@@ -108,7 +121,7 @@ final class Worker implements AutoCloseable {
       Reply reply = current.apply(request);
       Processes.sleepMillis(reply.delay().toMillis());
       exchange.getResponseHeaders().set("content-type", reply.contentType());
-      exchange.sendResponseHeaders(reply.status(), 0); // chunked, as engines stream
+      exchange.sendResponseHeaders(reply.status(), reply.contentLength() ? (reply.length() == 0 ? -1 : reply.length()) : 0);
       OutputStream out = exchange.getResponseBody();
       for (int i = 0; i < reply.chunks().size(); i++) {
         if (i > 0) {
