@@ -10,15 +10,25 @@ import java.util.function.BooleanSupplier;
 
 /** Starting, signalling and awaiting the child processes of a test. */
 final class Processes {
+  /** Children still running when the test JVM exits (a test that failed before closing them) are killed. */
+  private static final java.util.Set<Process> LIVE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  static {
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(Process::destroyForcibly)));
+  }
+
   private Processes() {}
 
   /** Starts {@code command} with stdout and stderr appended to {@code stdout} and {@code stderr}. */
   static Process start(List<String> command, Path stdout, Path stderr) {
     try {
-      return new ProcessBuilder(command)
+      Process process = new ProcessBuilder(command)
           .redirectOutput(ProcessBuilder.Redirect.appendTo(stdout.toFile()))
           .redirectError(ProcessBuilder.Redirect.appendTo(stderr.toFile()))
           .start();
+      LIVE.add(process);
+      process.onExit().thenRun(() -> LIVE.remove(process));
+      return process;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start " + command.get(0), e);
     }

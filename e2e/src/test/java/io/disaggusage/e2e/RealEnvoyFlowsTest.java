@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.scenario.ScenarioVectors;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
+import io.disaggusage.extproc.scenario.ScenarioVectors.Order;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -70,7 +71,15 @@ class RealEnvoyFlowsTest {
     assertThat(line.field("cached_tokens")).as(line.toString()).isEqualTo(lastCached(v.expectedGeneration()));
 
     Map<String, Long> moved = before.movedTo(EnvoyCounters.read(stack.envoy));
-    assertThat(EnvoyCounters.failures(moved)).as("Envoy's fail-open counters, all moved: " + moved).isEmpty();
+    Map<String, Long> failures = EnvoyCounters.failures(moved);
+    if (v.order() == Order.GENERATION_FIRST && v.generation().contentType().startsWith("text/event-stream")) {
+      // A chunked stream's end can reach the service with its last event (no Envoy timer runs, so the
+      // held reply's extension is ignored) or in a read of its own (a timer runs and the extension is
+      // needed); the service cannot tell which, so it asks (docs/behaviour.md). At most one per flow.
+      assertThat(failures.getOrDefault("generation_egress.override_message_timeout_ignored", 0L)).isLessThanOrEqualTo(1L);
+      failures.remove("generation_egress.override_message_timeout_ignored");
+    }
+    assertThat(failures).as("Envoy's fail-open counters, all moved: " + moved).isEmpty();
     assertThat(moved).containsKey("generation_egress.streams_started");
   }
 

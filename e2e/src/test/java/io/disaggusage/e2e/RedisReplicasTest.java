@@ -18,6 +18,23 @@ class RedisReplicasTest {
     return Tools.envoyReleases().stream();
   }
 
+  private static boolean allReady(Stack stack) {
+    return stack.services.stream().allMatch(s -> Http.ok(s.adminUrl("/readyz")));
+  }
+
+  /** Each replica's exchange outcomes and store errors, for a failure's message. */
+  private static String counters(Stack stack) {
+    StringBuilder sb = new StringBuilder();
+    for (ServiceProcess service : stack.services) {
+      for (String line : Http.body(service.adminUrl("/metrics")).split("\n")) {
+        if (line.startsWith("disagg_usage_exchanges_total{") || line.startsWith("disagg_usage_store_errors_total{")) {
+          sb.append("  ").append(service.grpcPort()).append(' ').append(line).append('\n');
+        }
+      }
+    }
+    return sb.toString();
+  }
+
   @ParameterizedTest(name = "Envoy {0}")
   @MethodSource("releases")
   void redisFaultsAndADeadReplicaNeverBreakAFlow(String release) throws Exception {
@@ -26,14 +43,19 @@ class RedisReplicasTest {
       VllmFlow flow = new VllmFlow(3, Duration.ofMillis(1)).install(stack);
       try (ClosedLoop load = new ClosedLoop(stack, flow, 8)) {
         load.phase("1 healthy", 3000);
+        String healthyCounters = counters(stack);
         redis.kill();
         load.phase("2 redis killed", 1500);
         redis.start();
-        load.phase("3 redis restarted", 1500);
+        load.phase("3 redis restarted", 0);
+        Duration reconnected = Processes.time("both replicas ready again", Duration.ofSeconds(20), () -> allReady(stack));
+        System.out.printf("Envoy %s: both replicas reconnected to the restarted Redis within %d ms%n", release, reconnected.toMillis());
         load.phase("4 healthy again", 2000);
         redis.freeze();
         load.phase("5 redis frozen", 1500);
         redis.thaw();
+        load.phase("6 redis thawed", 0);
+        Processes.await("both replicas ready after the thaw", Duration.ofSeconds(20), () -> allReady(stack));
         load.phase("6 redis thawed", 1500);
         load.phase("7 healthy after freeze", 2000);
         stack.services.get(1).kill();
@@ -42,12 +64,13 @@ class RedisReplicasTest {
         load.close();
 
         System.out.printf("Envoy %s, two replicas on one Redis, 8 closed-loop flows: %s%n", release, load);
+        System.out.printf("Envoy %s, the replicas' counters after the first healthy phase:%n%s%n", release, healthyCounters);
         for (String phase : java.util.List.of("1 healthy", "2 redis killed", "3 redis restarted", "4 healthy again",
             "5 redis frozen", "6 redis thawed", "7 healthy after freeze", "8 replica killed", "9 one replica left")) {
           assertThat(load.count(phase, Outcome.BROKEN)).as(phase + ": " + load).isZero();
         }
         for (String healthy : java.util.List.of("1 healthy", "4 healthy again", "7 healthy after freeze", "9 one replica left")) {
-          assertThat(load.outcomes(healthy)).as(healthy + ": every context-first flow corrected; " + load)
+          assertThat(load.outcomes(healthy)).as(healthy + ": every context-first flow corrected; " + load + "\n" + healthyCounters)
               .containsOnlyKeys(Outcome.CORRECTED);
         }
       }

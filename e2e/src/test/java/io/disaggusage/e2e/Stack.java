@@ -27,12 +27,18 @@ final class Stack implements AutoCloseable {
     Worker context = new Worker(name + "-context");
     Worker generation = new Worker(name + "-generation");
     List<ServiceProcess> services = new ArrayList<>();
-    for (int i = 0; i < replicas; i++) {
-      services.add(ServiceProcess.started(name + "-service-" + i, serviceSettings));
+    EnvoyProcess envoy = null;
+    try {
+      for (int i = 0; i < replicas; i++) {
+        services.add(ServiceProcess.started(name + "-service-" + i, serviceSettings));
+      }
+      envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology(context, generation, services));
+      envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
+      return new Stack(context, generation, services, envoy);
+    } catch (RuntimeException | AssertionError e) {
+      new Stack(context, generation, services, envoy).close(); // what did start is stopped again
+      throw e;
     }
-    EnvoyProcess envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology(context, generation, services));
-    envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
-    return new Stack(context, generation, services, envoy);
   }
 
   /**
@@ -67,7 +73,9 @@ final class Stack implements AutoCloseable {
 
   @Override
   public void close() {
-    envoy.close();
+    if (envoy != null) {
+      envoy.close();
+    }
     services.forEach(ServiceProcess::close);
     context.close();
     generation.close();
