@@ -4,7 +4,6 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.extproc.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
-import io.disaggusage.extproc.warmup.WarmupFlows.Flow;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
@@ -17,11 +16,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Start-up warm-up over the real gRPC path. A fresh JVM answers its first ext_proc exchanges slowly:
@@ -30,8 +26,8 @@ import org.slf4j.LoggerFactory;
  * parsers — is loaded, initialised and interpreted then, and that has taken longer than Envoy's 200 ms
  * {@code message_timeout}, so Envoy let the first exchanges through uncorrected. The warm-up sends
  * Envoy-shaped exchanges ({@link EnvoyShapedExchange}, {@link WarmupFlows}) over several real
- * connections through the {@link WarmupStack} — the real server's stack on a private address — until a
- * round of them is fast, before the real listener opens.
+ * connections through the {@link WarmupStack} — the real server's stack on a private address — in
+ * rounds ({@link WarmupRounds}) until one is fast, before the real listener opens.
  *
  * <p>It serves a private {@link ExtProcService} with its own memory store and standalone metrics, so it
  * leaves nothing in the operator's store (never Redis) or metrics. Every generation response must come
@@ -42,8 +38,6 @@ import org.slf4j.LoggerFactory;
  * (grpc-java shares them between servers and channels while any holds them), instead of new ones.
  */
 public final class Warmup implements AutoCloseable {
-  private static final Logger log = LoggerFactory.getLogger(Warmup.class);
-
   /**
    * Connections the exchanges spread over: several HTTP/2 connection set-ups, served by several of
    * the event loops, as Envoy's worker threads each open their own connection.
@@ -107,15 +101,16 @@ public final class Warmup implements AutoCloseable {
   public static Warmup run(Config config, ScheduledExecutorService timer, WarmupStack stack) {
     long begin = System.nanoTime();
     Warmup warmup = new Warmup(stack, new MemoryContextUsageStore(config.store().ttl(), 1024, timer));
-    Rounds rounds = new Rounds();
+    WarmupRounds rounds = new WarmupRounds(config);
+    String problem = null;
     try {
       warmup.start(new ExtProcService(config, warmup.store, Metrics.standalone(), timer));
-      rounds.runUntilFast(config, warmup.channels, begin);
+      rounds.runUntilFast(warmup.channels, begin + TIME_LIMIT.toNanos());
     } catch (IOException | RuntimeException | EnvoyShapedExchange.Stalled e) {
-      rounds.problem = e.toString();
+      problem = e.toString();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      rounds.problem = "interrupted";
+      problem = "interrupted";
     }
     warmup.result =
         new Result(
@@ -124,7 +119,7 @@ public final class Warmup implements AutoCloseable {
             rounds.exchanges,
             rounds.slowestReplyNanos,
             Set.copyOf(rounds.uncorrected),
-            rounds.problem);
+            problem);
     return warmup;
   }
 
@@ -145,49 +140,6 @@ public final class Warmup implements AutoCloseable {
       HealthGrpc.newBlockingStub(channel)
           .withDeadlineAfter(REPLY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
           .check(HealthCheckRequest.newBuilder().setService(ExternalProcessorGrpc.SERVICE_NAME).build());
-    }
-  }
-
-  /** The rounds run so far. */
-  private static final class Rounds {
-    int count;
-    int exchanges;
-    long slowestReplyNanos;
-    final Set<String> uncorrected = new TreeSet<>();
-    String problem;
-
-    void runUntilFast(Config config, List<ManagedChannel> channels, long begin)
-        throws EnvoyShapedExchange.Stalled, InterruptedException {
-      long limit = begin + TIME_LIMIT.toNanos();
-      do {
-        long roundBegin = System.nanoTime();
-        slowestReplyNanos = 0;
-        for (Flow flow : WarmupFlows.forConfig(config, count)) {
-          run(channels, flow.context());
-          if (!flow.isCorrected(run(channels, flow.generation()))) {
-            uncorrected.add(flow.name());
-          }
-        }
-        count++;
-        log.debug(
-            "warm-up round {}: {} us, slowest reply {} us",
-            count,
-            (System.nanoTime() - roundBegin) / 1_000,
-            slowestReplyNanos / 1_000);
-      } while (count < MIN_ROUNDS || (slowestReplyNanos > FAST.toNanos() && System.nanoTime() < limit));
-    }
-
-    /**
-     * Runs {@code leg} on the next connection: exchanges spread over the connections as Envoy's worker
-     * threads spread them over theirs. Streams alternate between the two ways Envoy ends them.
-     */
-    private String run(List<ManagedChannel> channels, WarmupFlows.Leg leg)
-        throws EnvoyShapedExchange.Stalled, InterruptedException {
-      ManagedChannel channel = channels.get(exchanges % channels.size());
-      EnvoyShapedExchange.Result r = EnvoyShapedExchange.run(channel, leg, REPLY_TIMEOUT, exchanges % 2 == 0);
-      exchanges++;
-      slowestReplyNanos = Math.max(slowestReplyNanos, r.slowestReplyNanos());
-      return r.clientBody();
     }
   }
 
