@@ -88,8 +88,16 @@ final class GrpcListener implements AutoCloseable {
   /** A server builder for the address, credentials and connection settings; services are added by the caller. */
   NettyServerBuilder serverBuilder() throws StartupException {
     ServerCredentials credentials = tls != null ? tls.credentials() : InsecureServerCredentials.create();
-    NettyServerBuilder builder = NettyServerBuilder.forAddress(socketAddress(), credentials);
-    if (address.isUnix()) {
+    return serverBuilder(socketAddress(), credentials);
+  }
+
+  /**
+   * A server builder with this listener's transport, event loops and connection settings on another
+   * address and with other credentials: the warm-up's private twin ({@link PrivateListener}).
+   */
+  NettyServerBuilder serverBuilder(SocketAddress address, ServerCredentials credentials) {
+    NettyServerBuilder builder = NettyServerBuilder.forAddress(address, credentials);
+    if (this.address.isUnix()) {
       builder
           .channelType(EpollServerDomainSocketChannel.class)
           .bossEventLoopGroup(boss)
@@ -113,6 +121,16 @@ final class GrpcListener implements AutoCloseable {
       builder.maxConnectionIdle(config.maxConnectionIdle().toNanos(), TimeUnit.NANOSECONDS);
     }
     return builder;
+  }
+
+  /** The kind of address the listener listens on. */
+  ListenAddress.Kind kind() {
+    return address.kind();
+  }
+
+  /** The event loops of a Unix socket listener (null for TCP, which uses grpc-java's shared ones). */
+  EventLoopGroup unixWorkers() {
+    return workers;
   }
 
   /** Call once the server listens: opens the Unix socket to the Envoy user. */

@@ -4,14 +4,16 @@ import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.extproc.ExtProcService;
-import io.disaggusage.extproc.extproc.Warmup;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.store.RedisContextUsageStore;
+import io.disaggusage.extproc.warmup.Warmup;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.grpc.BindableService;
 import io.grpc.Server;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
@@ -36,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * grpc.health.v1, reflection) and the HTTP admin server, and starts and stops them in order.
  *
  * <p>Start order: timer, store, {@link ExtProcService}, gRPC listener ({@link GrpcListener}: TCP or Unix
- * socket, plaintext or TLS), gRPC server (health SERVING once it listens), admin server. {@link #close()}
+ * socket, plaintext or TLS), the {@link Warmup} through its private twin ({@link PrivateListener}), gRPC
+ * server (health SERVING once it listens), admin server. {@link #close()}
  * drains: health NOT_SERVING (for {@code ""} and the ext_proc service) and readiness 503, stop accepting
  * connections and streams, let in-flight streams finish for up to {@code shutdown.drain_timeout} then
  * cancel them, then stop the listener's resources, the admin server, the store and the timer. {@code
@@ -67,8 +70,6 @@ public final class ServerRuntime implements AutoCloseable {
   private AdminServer adminServer;
   private volatile boolean serving;
   private Duration startupTime = Duration.ZERO;
-  /** Synthetic context+generation pairs run before the listener opens. */
-  static final int WARMUP_ROUNDS = 20;
 
   private ServerRuntime(Config config, Metrics metrics) {
     this.config = config;
@@ -112,27 +113,16 @@ public final class ServerRuntime implements AutoCloseable {
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
     ExtProcService extProc = new ExtProcService(config, store, metrics, timer);
-    // Load and compile the hot paths before Envoy's first message: a cold first exchange can take
-    // longer than Envoy's 200 ms message timeout, and Envoy would let it through uncorrected.
-    Warmup.Result warmup = Warmup.run(config, timer, WARMUP_ROUNDS);
-    if (!warmup.corrected()) {
-      log.error("start-up self-check failed: a synthetic generation response was not corrected");
-    }
-    log.debug("warm-up done after {} ms ({} ms)", millisSince(begin), warmup.nanos() / 1_000_000);
     listener = GrpcListener.prepare(config.grpc());
-    grpcServer =
-        listener
-            .serverBuilder()
-            .maxInboundMessageSize(config.grpc().maxInboundMessageBytes())
-            .addService(extProc)
-            .addService(health.getHealthService())
-            .addService(ProtoReflectionServiceV1.newInstance())
-            .build();
-    try {
-      grpcServer.start();
-    } catch (IOException e) {
-      throw new StartupException(listener.bindFailure(e), e);
-    }
+    try (Warmup warmup = Warmup.run(config, timer, new PrivateListener(listener, this::withServices))) {
+      logWarmup(warmup.result(), begin);
+      grpcServer = withServices(listener.serverBuilder(), extProc, health.getHealthService()).build();
+      try {
+        grpcServer.start();
+      } catch (IOException e) {
+        throw new StartupException(listener.bindFailure(e), e);
+      }
+    } // closed once the real server holds the threads the warm-up started (see Warmup)
     listener.started();
     serving = true;
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.SERVING);
@@ -155,6 +145,37 @@ public final class ServerRuntime implements AutoCloseable {
         listener.describe(grpcServer),
         adminPort(),
         config.store().type().name().toLowerCase(Locale.ROOT));
+  }
+
+  /** What the real server and the warm-up's twin of it serve, and their message size limit. */
+  private NettyServerBuilder withServices(NettyServerBuilder builder, BindableService extProc, BindableService health) {
+    return builder
+        .maxInboundMessageSize(config.grpc().maxInboundMessageBytes())
+        .addService(extProc)
+        .addService(health)
+        .addService(ProtoReflectionServiceV1.newInstance());
+  }
+
+  /**
+   * Logs the warm-up: an error when a synthetic generation response was not corrected (the start-up
+   * self-check), a warning when it could not finish; the numbers at debug level.
+   */
+  private static void logWarmup(Warmup.Result warmup, long begin) {
+    if (warmup.problem() != null) {
+      log.warn("start-up warm-up stopped early: {}; the first exchanges may be slow", warmup.problem());
+    }
+    if (!warmup.uncorrected().isEmpty()) {
+      log.error(
+          "start-up self-check failed: synthetic generation responses were not corrected: {}",
+          String.join(", ", warmup.uncorrected()));
+    }
+    log.debug(
+        "warm-up done after {} ms: {} ms, {} rounds, {} exchanges, slowest reply of the last round {} us",
+        millisSince(begin),
+        warmup.nanos() / 1_000_000,
+        warmup.rounds(),
+        warmup.exchanges(),
+        warmup.slowestReplyNanos() / 1_000);
   }
 
   /**

@@ -104,6 +104,14 @@ final class ServerTls implements AutoCloseable {
     return builder.build();
   }
 
+  /**
+   * Credentials for the warm-up's private twin of the listener: the same certificate, and no client
+   * certificate asked for, since the warm-up's client has none.
+   */
+  ServerCredentials warmupCredentials() {
+    return TlsServerCredentials.newBuilder().keyManager(keyManager).build();
+  }
+
   /** The leaf certificate new handshakes present. */
   X509Certificate certificate() {
     return certificate;

@@ -2,9 +2,10 @@ package io.disaggusage.extproc.simulation;
 
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.extproc.ExtProcService;
-import io.disaggusage.extproc.extproc.Warmup;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
+import io.disaggusage.extproc.warmup.Warmup;
+import io.disaggusage.extproc.warmup.WarmupStack;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -24,9 +25,6 @@ import java.util.concurrent.TimeUnit;
  * it. No admin port and no Redis: nothing outside the process sees it.
  */
 public final class LocalService implements AutoCloseable {
-  /** Synthetic exchanges run before the first real one, as {@code ServerRuntime} does. */
-  private static final int WARMUP_ROUNDS = 20;
-
   private final ScheduledExecutorService timer;
   private final MemoryContextUsageStore store;
   private final Metrics metrics = Metrics.standalone();
@@ -43,11 +41,12 @@ public final class LocalService implements AutoCloseable {
             });
     store = new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
     ExtProcService service = new ExtProcService(config, store, metrics, timer);
-    Warmup.run(config, timer, WARMUP_ROUNDS);
+    int maxInbound = config.grpc().maxInboundMessageBytes();
+    Warmup warmup = Warmup.run(config, timer, WarmupStack.loopback(maxInbound));
     try {
       server =
           NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
-              .maxInboundMessageSize(config.grpc().maxInboundMessageBytes())
+              .maxInboundMessageSize(maxInbound)
               .addService(service)
               .build()
               .start();
@@ -55,6 +54,8 @@ public final class LocalService implements AutoCloseable {
       store.close();
       timer.shutdownNow();
       throw e;
+    } finally {
+      warmup.close(); // after the server started, which takes over the warmed threads
     }
     channel =
         NettyChannelBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getPort()))

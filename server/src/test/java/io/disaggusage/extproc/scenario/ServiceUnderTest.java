@@ -7,6 +7,8 @@ import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
 import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
+import io.disaggusage.extproc.warmup.Warmup;
+import io.disaggusage.extproc.warmup.WarmupStack;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import io.grpc.BindableService;
 import io.grpc.ManagedChannel;
@@ -59,7 +61,8 @@ public final class ServiceUnderTest implements AutoCloseable {
   static {
     // As the server does at start-up: a cold JVM's first exchange can exceed Envoy's message timeout.
     var timer = Executors.newSingleThreadScheduledExecutor();
-    io.disaggusage.extproc.extproc.Warmup.run(Config.defaults(), timer, 10);
+    Config defaults = Config.defaults();
+    Warmup.run(defaults, timer, WarmupStack.loopback(defaults.grpc().maxInboundMessageBytes())).close();
     timer.shutdownNow();
   }
 

@@ -25,7 +25,10 @@ public final class FilterConfigs {
   /** The HTTP filter name Envoy registers ext_proc under. */
   public static final String FILTER_NAME = "envoy.filters.http.ext_proc";
 
-  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  /** Made on first {@link #parse}: the server's start-up warm-up reads {@link #shipped} only. */
+  private static final class Yaml {
+    static final ObjectMapper MAPPER = new ObjectMapper(new YAMLFactory());
+  }
 
   private FilterConfigs() {}
 
@@ -77,7 +80,7 @@ public final class FilterConfigs {
   public static ExternalProcessor parse(String text) {
     JsonNode root;
     try {
-      root = YAML.readTree(text);
+      root = Yaml.MAPPER.readTree(text);
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException("not YAML or JSON: " + e.getOriginalMessage(), e);
     }
