@@ -131,8 +131,8 @@ class FakeEnvoyModeOverrideTest extends FakeEnvoyTestSupport {
     ExchangeResult r = closing.awaitResult();
     assertThat(r.clientResponse().reset()).isTrue();
     assertThat(r.clientResponse().bodyUtf8()).isEqualTo("{\"a\":1}");
-    assertThat(r.stats().get(EnvoyStats.STREAM_MSGS_SENT) - r.stats().get(EnvoyStats.STREAM_MSGS_RECEIVED))
-        .isEqualTo(1);
+    // Only the data's reply was read; whether the end went out before the reset is a race, as in Envoy.
+    assertThat(r.messagesReceived().stream().filter(ProcessingResponse::hasResponseBody)).hasSize(1);
   }
 
   @Test
