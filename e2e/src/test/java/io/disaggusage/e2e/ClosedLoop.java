@@ -9,7 +9,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Closed-loop clients running one flow after another through a stack, counting each flow's outcome per
- * phase of a fault test ("healthy", "redis killed", ...), so a test can assert what each phase cost.
+ * phase of a fault test ("healthy", "redis killed", ...), so a test can assert what each phase cost. A
+ * flow that started in one phase and ended in another is counted under "a -> b", in neither.
  */
 final class ClosedLoop implements AutoCloseable {
   private final Stack stack;
@@ -35,6 +36,11 @@ final class ClosedLoop implements AutoCloseable {
     Processes.sleepMillis(millis);
   }
 
+  /** Every phase name counted so far, transitions ("a -> b") included. */
+  java.util.Set<String> phases() {
+    return new java.util.TreeSet<>(phases.keySet());
+  }
+
   Map<Outcome, Integer> outcomes(String name) {
     Map<Outcome, Integer> counts = new EnumMap<>(Outcome.class);
     phases.getOrDefault(name, Map.of()).forEach((o, n) -> counts.put(o, n.get()));
@@ -49,7 +55,9 @@ final class ClosedLoop implements AutoCloseable {
     while (running) {
       String at = phase;
       Outcome outcome = flow.judge(flow.run(stack, at.replace(' ', '-') + "-" + ids.incrementAndGet()));
-      phases.computeIfAbsent(at, p -> new ConcurrentHashMap<>()).computeIfAbsent(outcome, o -> new AtomicInteger()).incrementAndGet();
+      // A flow in flight when the fault struck belongs to neither phase.
+      String counted = at.equals(phase) ? at : at + " -> " + phase;
+      phases.computeIfAbsent(counted, p -> new ConcurrentHashMap<>()).computeIfAbsent(outcome, o -> new AtomicInteger()).incrementAndGet();
     }
   }
 

@@ -166,10 +166,13 @@ class EmulationDiffTest {
     Exchange.Builder b = Exchange.post(leg.path(), "").requestBody(leg.requestBody()).requestContentLength()
         .requestAttribute("xds.cluster_name", cluster)
         .responseHeader("content-type", leg.contentType())
-        .responseBody(leg.responseBody())
-        .responseChunking(Chunking.fixed(Math.max(1, (leg.responseBody().length + VectorFlow.PIECES - 1) / VectorFlow.PIECES)));
+        .responseBody(leg.responseBody());
     leg.requestHeaders().forEach(b::requestHeader);
-    // as the worker sends it: JSON with a content-length, a stream chunked
-    return VectorFlow.reply(leg).contentLength() ? b.responseContentLength() : b;
+    Chunking pieces = Chunking.fixed(Math.max(1, (leg.responseBody().length + VectorFlow.PIECES - 1) / VectorFlow.PIECES));
+    // As the worker sends it and Envoy's HTTP/1 codec delivers it: JSON with a content-length, its end an
+    // empty message of its own after the last bytes; a stream chunked.
+    return VectorFlow.reply(leg).contentLength()
+        ? b.responseContentLength().responseChunking(pieces.withEmptyFinalChunk())
+        : b.responseChunking(pieces);
   }
 }
