@@ -46,9 +46,6 @@ class ClientsTest {
     return calls.stream();
   }
 
-  static Stream<String> releases() {
-    return Tools.envoyReleases().stream();
-  }
 
   static ProxyOrchestrator proxy(String release) {
     Stack stack = STACKS.get(release);
@@ -67,7 +64,7 @@ class ClientsTest {
   }
 
   @ParameterizedTest(name = "Envoy {0}: curl, the reproduction")
-  @MethodSource("releases")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
   void curlReadsTheContextWorkersCachedCount(String release) throws Exception {
     String body = run(List.of(Tools.curl().toString(), "-sS", "--fail", proxy(release).baseUrl() + "/v1/chat/completions",
         "-H", "content-type: application/json", "-d", SEED_REQUEST));
@@ -78,7 +75,7 @@ class ClientsTest {
   }
 
   @ParameterizedTest(name = "Envoy {0}: curl -N, the reproduction streamed")
-  @MethodSource("releases")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
   void curlStreamReadsTheContextWorkersCachedCount(String release) throws Exception {
     String body = run(List.of(Tools.curl().toString(), "-sS", "-N", "--fail", proxy(release).baseUrl() + "/v1/chat/completions",
         "-H", "content-type: application/json",

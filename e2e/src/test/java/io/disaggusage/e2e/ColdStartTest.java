@@ -19,12 +19,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ColdStartTest {
   static final int STARTS = 5;
 
-  static java.util.stream.Stream<String> releases() {
-    return Tools.envoyReleases().stream();
-  }
 
   @ParameterizedTest(name = "Envoy {0}")
-  @MethodSource("releases")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
   void firstFlowAfterEveryFreshStartIsCorrected(String release) {
     try (Stack stack = Stack.startEnvoyFirst("coldstart-" + release, release, 1)) {
       VllmFlow flow = new VllmFlow(3, Duration.ofMillis(1)).install(stack);

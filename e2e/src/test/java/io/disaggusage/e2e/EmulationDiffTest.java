@@ -42,7 +42,7 @@ class EmulationDiffTest {
     List<Vector> vectors = new ArrayList<>(ScenarioVectors.all());
     vectors.addAll(ScenarioVectors.messages());
     vectors.add(ScenarioVectors.trtMsgpack().get(0));
-    return Tools.envoyReleases().stream().flatMap(r -> vectors.stream().map(v -> Arguments.of(r, v)));
+    return Tools.perRelease(vectors);
   }
 
   @BeforeAll

@@ -56,11 +56,7 @@ class HostileBodiesTest {
   }
 
   static Stream<Arguments> cases() {
-    List<Arguments> cases = new ArrayList<>();
-    for (String release : Tools.envoyReleases()) {
-      bodies().forEach(body -> cases.add(Arguments.of(release, body)));
-    }
-    return cases.stream();
+    return Tools.perRelease(bodies());
   }
 
   @AfterAll

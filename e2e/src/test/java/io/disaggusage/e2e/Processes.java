@@ -49,6 +49,16 @@ final class Processes {
     }
   }
 
+  /** SIGKILL, and waits until the process is gone. */
+  static void kill(Process process) {
+    signal(process, "KILL");
+    try {
+      process.waitFor();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /** Ends a process: SIGTERM, then SIGKILL after {@code grace}. */
   static void stop(Process process, Duration grace) {
     if (process == null || !process.isAlive()) {

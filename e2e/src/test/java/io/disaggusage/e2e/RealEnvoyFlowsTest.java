@@ -37,7 +37,7 @@ class RealEnvoyFlowsTest {
     vectors.addAll(ScenarioVectors.messages());
     vectors.addAll(ScenarioVectors.trtMsgpack());
     vectors.add(ScenarioVectors.trtResponsesHandoff());
-    return Tools.envoyReleases().stream().flatMap(release -> vectors.stream().map(v -> Arguments.of(release, v)));
+    return Tools.perRelease(vectors);
   }
 
   @AfterAll

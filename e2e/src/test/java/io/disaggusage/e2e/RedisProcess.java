@@ -4,12 +4,12 @@ import java.time.Duration;
 import java.util.List;
 
 /** A real redis-server on a loopback port that survives being killed and started again. */
-final class RedisProcess implements AutoCloseable {
+final class RedisProcess extends ChildProcess {
   private final String name;
   private final int port = FreePorts.next();
-  private Process process;
 
   RedisProcess(String name) {
+    super(Duration.ofSeconds(5));
     this.name = name;
   }
 
@@ -31,24 +31,4 @@ final class RedisProcess implements AutoCloseable {
     return "redis://127.0.0.1:" + port;
   }
 
-  void kill() throws InterruptedException {
-    Processes.signal(process, "KILL");
-    process.waitFor();
-  }
-
-  void freeze() {
-    Processes.signal(process, "STOP");
-  }
-
-  void thaw() {
-    Processes.signal(process, "CONT");
-  }
-
-  @Override
-  public void close() {
-    if (process != null && process.isAlive()) {
-      thaw();
-    }
-    Processes.stop(process, Duration.ofSeconds(5));
-  }
 }

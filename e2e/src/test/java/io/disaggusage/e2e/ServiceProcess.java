@@ -10,7 +10,7 @@ import java.util.List;
  * classification settings the shipped Envoy bootstrap's header asks for, on its own ports. It can be
  * killed, frozen, thawed and started again on the same ports.
  */
-final class ServiceProcess implements AutoCloseable {
+final class ServiceProcess extends ChildProcess {
   /** The settings {@code deploy/envoy/envoy.yaml} names in its header comment. */
   static final List<String> SHIPPED_ENVOY_SETTINGS =
       List.of("--set", "classification.context_clusters=context", "--set", "classification.generation_clusters=generation");
@@ -19,9 +19,9 @@ final class ServiceProcess implements AutoCloseable {
   private final int grpcPort;
   private final int adminPort;
   private final List<String> settings;
-  private Process process;
 
   private ServiceProcess(String name, int grpcPort, int adminPort, List<String> settings) {
+    super(Duration.ofSeconds(10));
     this.name = name;
     this.grpcPort = grpcPort;
     this.adminPort = adminPort;
@@ -30,6 +30,11 @@ final class ServiceProcess implements AutoCloseable {
 
   /** A service on fresh ports with the shipped settings plus {@code extra}; not started yet. */
   static ServiceProcess create(String name, String... extra) {
+    try {
+      java.nio.file.Files.deleteIfExists(Tools.logs().resolve(name + ".log")); // restarts append; runs do not
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
     List<String> settings = new ArrayList<>(SHIPPED_ENVOY_SETTINGS);
     settings.addAll(List.of(extra));
     return new ServiceProcess(name, FreePorts.next(), FreePorts.next(), settings);
@@ -75,37 +80,9 @@ final class ServiceProcess implements AutoCloseable {
     return "http://127.0.0.1:" + adminPort + path;
   }
 
-  Process process() {
-    return process;
-  }
-
   /** The sum of every sample of {@code metric} whose labels contain each of {@code labels}. */
   double metric(String metric, String... labels) {
     return PrometheusText.sum(Http.body(adminUrl("/metrics")), metric, labels);
   }
 
-  void kill() {
-    Processes.signal(process, "KILL");
-    try {
-      process.waitFor();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  void freeze() {
-    Processes.signal(process, "STOP");
-  }
-
-  void thaw() {
-    Processes.signal(process, "CONT");
-  }
-
-  @Override
-  public void close() {
-    if (process != null && process.isAlive()) {
-      thaw(); // a frozen JVM cannot run its shutdown hooks
-    }
-    Processes.stop(process, Duration.ofSeconds(10));
-  }
 }

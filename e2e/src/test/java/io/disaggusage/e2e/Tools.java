@@ -33,6 +33,16 @@ public final class Tools {
         .toList();
   }
 
+  /** {@link #envoyReleases()} as a {@code @MethodSource("io.disaggusage.e2e.Tools#releases")}. */
+  public static java.util.stream.Stream<String> releases() {
+    return envoyReleases().stream();
+  }
+
+  /** Every release with every item, as {@code @MethodSource} arguments (release, item). */
+  public static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> perRelease(List<?> items) {
+    return releases().flatMap(r -> items.stream().map(item -> org.junit.jupiter.params.provider.Arguments.of(r, item)));
+  }
+
   /** The newest pinned release, for tests that need one Envoy, not every release. */
   public static String newestEnvoy() {
     return envoyReleases().get(0);
