@@ -26,10 +26,6 @@ abstract class ChildProcess implements AutoCloseable {
     Processes.signal(process, "CONT");
   }
 
-  Process process() {
-    return process;
-  }
-
   @Override
   public void close() {
     if (process != null && process.isAlive()) {

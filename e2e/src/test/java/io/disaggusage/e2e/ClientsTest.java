@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.disaggusage.extproc.scenario.Wire;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -114,15 +115,16 @@ class ClientsTest {
     }
   }
 
-  /** Runs a client program; its stdout, or a failure with its stderr. */
+  /** Runs a client program; its stdout, or a failure with its stderr (kept in a file, so no pipe fills). */
   static String run(List<String> command) throws IOException, InterruptedException {
-    Process process = new ProcessBuilder(command).start();
+    Path stderr = Files.createTempFile(Tools.logs(), "client-", ".stderr");
+    Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
     process.getOutputStream().close();
     byte[] out = process.getInputStream().readAllBytes();
-    byte[] err = process.getErrorStream().readAllBytes();
     if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
-      throw new AssertionError(command.get(0) + " failed: " + new String(err, StandardCharsets.UTF_8));
+      throw new AssertionError(command.get(0) + " failed: " + Files.readString(stderr));
     }
+    Files.delete(stderr);
     return new String(out, StandardCharsets.UTF_8);
   }
 }

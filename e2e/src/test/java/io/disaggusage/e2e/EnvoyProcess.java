@@ -112,11 +112,6 @@ final class EnvoyProcess implements AutoCloseable {
     return stats;
   }
 
-  /** One ext_proc counter of a listener ({@code context_egress} or {@code generation_egress}). */
-  long extProcCounter(String listener, String counter) {
-    return stats("http." + listener + ".ext_proc.").getOrDefault("http." + listener + ".ext_proc." + counter, 0L);
-  }
-
   /** The access log lines written so far. */
   List<AccessLogLine> accessLog() {
     try {
@@ -137,14 +132,6 @@ final class EnvoyProcess implements AutoCloseable {
     } catch (IOException e) {
       return "(no log: " + e.getMessage() + ")";
     }
-  }
-
-  Path log() {
-    return log;
-  }
-
-  boolean isAlive() {
-    return process.isAlive();
   }
 
   @Override

@@ -80,9 +80,4 @@ final class ServiceProcess extends ChildProcess {
     return "http://127.0.0.1:" + adminPort + path;
   }
 
-  /** The sum of every sample of {@code metric} whose labels contain each of {@code labels}. */
-  double metric(String metric, String... labels) {
-    return PrometheusText.sum(Http.body(adminUrl("/metrics")), metric, labels);
-  }
-
 }

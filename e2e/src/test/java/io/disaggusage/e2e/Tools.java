@@ -25,12 +25,28 @@ public final class Tools {
     return Path.of(root).toAbsolutePath().normalize();
   }
 
-  /** The Envoy releases every test runs on, newest first. */
+  /**
+   * The Envoy releases every test runs on: those {@code scripts/install-test-tools} pins (its
+   * {@code envoy_releases=(...)} line, as deploy-validation reads it, so the two never drift), or the
+   * comma-separated {@code -De2e.envoy.releases=...}.
+   */
   public static List<String> envoyReleases() {
-    return Arrays.stream(System.getProperty("e2e.envoy.releases", "1.40.0,1.36.2").split(","))
-        .map(String::trim)
-        .filter(s -> !s.isEmpty())
-        .toList();
+    String chosen = System.getProperty("e2e.envoy.releases", "");
+    String releases = chosen.isBlank() || chosen.startsWith("${") ? pinnedReleases() : chosen.replace(',', ' ');
+    return Arrays.stream(releases.trim().split("\\s+")).filter(s -> !s.isEmpty()).toList();
+  }
+
+  private static String pinnedReleases() {
+    Path script = root().resolve("scripts/install-test-tools");
+    try {
+      java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^envoy_releases=\\(([^)]*)\\)").matcher(Files.readString(script));
+      if (!m.find()) {
+        throw new IllegalStateException(script + " no longer has an envoy_releases=(...) line");
+      }
+      return m.group(1);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   /** {@link #envoyReleases()} as a {@code @MethodSource("io.disaggusage.e2e.Tools#releases")}. */
@@ -41,11 +57,6 @@ public final class Tools {
   /** Every release with every item, as {@code @MethodSource} arguments (release, item). */
   public static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> perRelease(List<?> items) {
     return releases().flatMap(r -> items.stream().map(item -> org.junit.jupiter.params.provider.Arguments.of(r, item)));
-  }
-
-  /** The newest pinned release, for tests that need one Envoy, not every release. */
-  public static String newestEnvoy() {
-    return envoyReleases().get(0);
   }
 
   /** The Envoy binary of {@code release}. */
