@@ -70,12 +70,13 @@ final class Transcript {
       }
     }
     StringBuilder through = new StringBuilder();
-    boolean extended = false;
     for (ProcessingResponse response : stream.responses()) {
       if (response.hasOverrideMessageTimeout()
           && response.toBuilder().clearOverrideMessageTimeout().build().equals(ProcessingResponse.getDefaultInstance())) {
-        // A wait's remaining time, and how often it is extended, depend on timing, not on the filter.
-        extended = true;
+        // Whether the service waits at all (a context lookup still in flight when the last bytes came),
+        // how long and how often it extends, depends on the host's timing, not on the filter: a slow
+        // CI host made a context-first flow wait where the emulation did not. Left out of the transcript;
+        // Envoy's override_message_timeout_ignored counter checks the extensions (RealEnvoyFlowsTest).
         continue;
       }
       if (response.hasRequestBody() || response.hasResponseBody()) {
@@ -97,9 +98,6 @@ final class Transcript {
       lines.add("service " + compact(response.toString()));
     }
     flushThrough(lines, through);
-    if (extended) {
-      lines.add("service extends the message timeout");
-    }
     return lines;
   }
 
