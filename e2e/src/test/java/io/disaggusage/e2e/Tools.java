@@ -12,7 +12,8 @@ import java.util.List;
  */
 public final class Tools {
   private static final String INSTALL =
-      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients and redis-server into .tools/)";
+      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar and"
+          + " redis-server into .tools/)";
 
   private Tools() {}
 
@@ -74,6 +75,24 @@ public final class Tools {
     return installed("python-clients", "the OpenAI/Anthropic Python SDK virtualenv");
   }
 
+  /** vllm-project/router's {@code vllm-router} (PyPI wheel, pinned in e2e/vllm-router-requirements.txt). */
+  public static Path vllmRouter() {
+    return installed("vllm-router", "vllm-router");
+  }
+
+  /**
+   * sgl-model-gateway's router (PyPI's sglang-router, pinned in e2e/sglang-router-requirements.txt): a wrapper
+   * running {@code python -m sglang_router.launch_router}.
+   */
+  public static Path sglangRouter() {
+    return installed("sglang-router", "sglang-router");
+  }
+
+  /** llm-d's {@code pd-sidecar}, built with Go from llm-d-inference-scheduler at the version the installer pins. */
+  public static Path pdSidecar() {
+    return installed("pd-sidecar", "llm-d's pd-sidecar");
+  }
+
   public static Path redisServer() {
     return installed("redis-server", "redis-server");
   }
@@ -123,7 +142,10 @@ public final class Tools {
     return path;
   }
 
-  /** E2E_PYTHON_CLIENTS=/path/to/python and E2E_REDIS_SERVER point a test at a program installed elsewhere. */
+  /**
+   * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER and E2E_PD_SIDECAR
+   * point a test at a program installed elsewhere.
+   */
   private static Path envOverride(String name) {
     String value = System.getenv("E2E_" + name.toUpperCase(java.util.Locale.ROOT).replaceAll("[^A-Z0-9]", "_"));
     return value == null || value.isBlank() ? null : Path.of(value);
