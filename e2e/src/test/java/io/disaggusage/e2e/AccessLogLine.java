@@ -26,6 +26,11 @@ record AccessLogLine(String method, String path, int status, Map<String, String>
     return fields.getOrDefault(name, "-");
   }
 
+  /** Envoy's {@code duration=...ms}: from the first request byte to the last response byte. */
+  long durationMillis() {
+    return Long.parseLong(field("duration").replace("ms", ""));
+  }
+
   String cluster() {
     return field("cluster");
   }

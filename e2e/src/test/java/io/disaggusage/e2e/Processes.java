@@ -21,8 +21,15 @@ final class Processes {
 
   /** Starts {@code command} with stdout and stderr appended to {@code stdout} and {@code stderr}. */
   static Process start(List<String> command, Path stdout, Path stderr) {
+    return start(command, java.util.Map.of(), stdout, stderr);
+  }
+
+  /** {@link #start(List, Path, Path)} with {@code environment} added to the test's own. */
+  static Process start(List<String> command, java.util.Map<String, String> environment, Path stdout, Path stderr) {
     try {
-      Process process = new ProcessBuilder(command)
+      ProcessBuilder builder = new ProcessBuilder(command);
+      builder.environment().putAll(environment);
+      Process process = builder
           .redirectOutput(ProcessBuilder.Redirect.appendTo(stdout.toFile()))
           .redirectError(ProcessBuilder.Redirect.appendTo(stderr.toFile()))
           .start();

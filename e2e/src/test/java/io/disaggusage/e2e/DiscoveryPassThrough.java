@@ -1,0 +1,43 @@
+package io.disaggusage.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.simulation.workers.EngineWorker;
+import java.net.http.HttpResponse;
+import java.util.List;
+
+/**
+ * The health and discovery calls a router makes pass through Envoy and the service untouched: the workers
+ * received them, Envoy logged them without usage metadata, the service counted none of them, and the same
+ * GET through an Envoy listener returns the worker's own status and bytes.
+ */
+final class DiscoveryPassThrough {
+  private DiscoveryPassThrough() {}
+
+  /** {@code routerProbes}: paths the router called on both workers at start-up. */
+  static void assertUntouched(RouterDeployment deployment, List<String> routerProbes, int completions) {
+    for (String path : routerProbes) {
+      assertThat(deployment.prefill.log().probeCount(path)).as("prefill " + path).isPositive();
+      assertThat(deployment.decode.log().probeCount(path)).as("decode " + path).isPositive();
+    }
+    List<AccessLogLine> probes = new GenerationLedger(deployment).probes();
+    assertThat(probes).isNotEmpty().allSatisfy(line -> assertThat(line.field("usage_outcome")).isEqualTo("-"));
+    assertThat(ServiceMetrics.exchanges(deployment.service, "generation"))
+        .as("the service counts no probe: only the completions, all rewritten")
+        .containsExactlyEntriesOf(java.util.Map.of("rewritten", (long) completions));
+    assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
+        .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
+    for (String path : List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info")) {
+      assertSameAnswer(deployment.prefill, deployment.envoy.contextUrl(path), path);
+      assertSameAnswer(deployment.decode, deployment.envoy.generationUrl(path), path);
+    }
+  }
+
+  private static void assertSameAnswer(EngineWorker worker, String throughEnvoy, String path) {
+    HttpResponse<String> direct = Http.get(worker.url().resolve(path).toString());
+    HttpResponse<String> proxied = Http.get(throughEnvoy);
+    assertThat(proxied).as(throughEnvoy).isNotNull();
+    assertThat(proxied.statusCode()).as(path).isEqualTo(direct.statusCode());
+    assertThat(proxied.body()).as(path).isEqualTo(direct.body());
+  }
+}

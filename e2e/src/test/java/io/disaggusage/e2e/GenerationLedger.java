@@ -1,0 +1,59 @@
+package io.disaggusage.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.e2e.TrueUsage.Usage;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * What Envoy's generation listener logged and the service counted for the chat completions of one
+ * deployment: each exchange's access-log metadata and the {@code phase="generation"} exchange counter.
+ */
+final class GenerationLedger {
+  private final RouterDeployment deployment;
+
+  GenerationLedger(RouterDeployment deployment) {
+    this.deployment = deployment;
+  }
+
+  /** The generation listener's lines for chat completions, in the order they finished. */
+  List<AccessLogLine> completions() {
+    return deployment.envoy.accessLog().stream()
+        .filter(l -> l.path().startsWith("/v1/chat/completions") && "generation".equals(l.cluster()))
+        .toList();
+  }
+
+  /** The access-log lines of every other request (health and discovery) Envoy passed. */
+  List<AccessLogLine> probes() {
+    return deployment.envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")).toList();
+  }
+
+  /** Waits until {@code count} generation completions are logged and counted by the service as rewritten. */
+  void awaitCompletions(int count) {
+    Processes.await(count + " generation exchanges logged and counted", Duration.ofSeconds(10),
+        () -> completions().size() >= count && rewritten() >= count);
+  }
+
+  long rewritten() {
+    return ServiceMetrics.exchanges(deployment.service, "generation").getOrDefault("rewritten", 0L);
+  }
+
+  /** The metadata Envoy logged for a generation exchange: outcome rewritten and the true counts. */
+  static void assertMetadata(AccessLogLine line, Usage truth) {
+    assertThat(line.status()).isEqualTo(200);
+    assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo("rewritten");
+    assertThat(metadata(line)).as(line.toString()).isEqualTo(truth);
+    assertThat(line.field("total_tokens")).as(line.toString()).isEqualTo(Long.toString(truth.total()));
+  }
+
+  /** The usage in a line's metadata ({@code -1} for a count Envoy printed as {@code -}). */
+  static Usage metadata(AccessLogLine line) {
+    return new Usage(count(line, "prompt_tokens"), count(line, "cached_tokens"), count(line, "completion_tokens"));
+  }
+
+  private static long count(AccessLogLine line, String field) {
+    String value = line.field(field);
+    return "-".equals(value) ? -1 : Long.parseLong(value);
+  }
+}

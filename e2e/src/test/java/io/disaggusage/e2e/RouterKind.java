@@ -1,0 +1,57 @@
+package io.disaggusage.e2e;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/** The P/D routers the suite runs, each with the command line docs/routers.md documents. */
+enum RouterKind {
+  /** vllm-project/router 0.1.17: sequential prefill then decode; merges usage itself. */
+  VLLM_ROUTER("vllm-router") {
+    @Override
+    List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
+      return List.of(
+          binary().toString(), "--vllm-pd-disaggregation", "--prefill", prefillUrl, "--decode", decodeUrl,
+          "--policy", "round_robin", "--host", "127.0.0.1", "--port", Integer.toString(port),
+          "--prometheus-host", "127.0.0.1", "--prometheus-port", Integer.toString(metricsPort));
+    }
+
+    @Override
+    Path binary() {
+      return Tools.vllmRouter();
+    }
+  },
+  /** sgl-model-gateway 0.3.2: prefill and decode in parallel with bootstrap fields; usage from the decode. */
+  SGLANG_ROUTER("sglang-router") {
+    @Override
+    List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
+      return List.of(
+          binary().toString(), "--pd-disaggregation", "--prefill", prefillUrl, Integer.toString(bootstrapPort),
+          "--decode", decodeUrl, "--policy", "random", "--host", "127.0.0.1", "--port", Integer.toString(port),
+          "--prometheus-host", "127.0.0.1", "--prometheus-port", Integer.toString(metricsPort));
+    }
+
+    @Override
+    Path binary() {
+      return Tools.sglangRouter();
+    }
+  };
+
+  private final String label;
+
+  RouterKind(String label) {
+    this.label = label;
+  }
+
+  String label() {
+    return label;
+  }
+
+  /**
+   * The router's command line with its prefill (and SGLang bootstrap port) and decode URLs. Each router
+   * also serves Prometheus metrics, on port 29000 unless told otherwise: two routers on one machine then
+   * collide, so each gets a free one.
+   */
+  abstract List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl);
+
+  abstract Path binary();
+}

@@ -1,0 +1,55 @@
+package io.disaggusage.e2e;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * A real P/D router on a free loopback port, its output in {@code e2e/target/e2e-logs/<name>.log}.
+ * sglang-router loads a tokenizer for the model the workers report and downloads it from the Hugging Face
+ * hub when it is no local folder (a warning, routing works without it); {@code HF_ENDPOINT} sends that
+ * request to a closed loopback port, so a test never leaves the machine.
+ */
+final class RouterProcess extends ChildProcess {
+  /** Where the routers' Hugging Face client is sent: a loopback port nothing listens on (discard). */
+  private static final java.util.Map<String, String> OFFLINE = java.util.Map.of("HF_ENDPOINT", "http://127.0.0.1:9");
+
+  private final String name;
+  private final int port;
+
+  private RouterProcess(String name, int port) {
+    super(Duration.ofSeconds(5));
+    this.name = name;
+    this.port = port;
+  }
+
+  /** Starts {@code kind} in front of the two URLs and waits until its {@code /health} answers 200. */
+  static RouterProcess start(String name, RouterKind kind, String prefillUrl, int bootstrapPort, String decodeUrl) {
+    RouterProcess router = new RouterProcess(name, FreePorts.next());
+    Path log = Tools.logs().resolve(name + ".log");
+    try {
+      Files.deleteIfExists(log);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    List<String> command = kind.command(router.port, FreePorts.next(), prefillUrl, bootstrapPort, decodeUrl);
+    router.process = Processes.start(command, OFFLINE, log, log);
+    try {
+      Processes.await(name + " /health", Duration.ofSeconds(60), () -> {
+        if (!router.process.isAlive()) {
+          throw new AssertionError(name + " exited with " + router.process.exitValue() + "; see " + log);
+        }
+        return Http.ok(router.url("/health"));
+      });
+    } catch (RuntimeException | AssertionError e) {
+      router.close();
+      throw e;
+    }
+    return router;
+  }
+
+  String url(String path) {
+    return "http://127.0.0.1:" + port + path;
+  }
+}

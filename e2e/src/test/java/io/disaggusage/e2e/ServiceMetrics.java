@@ -1,0 +1,37 @@
+package io.disaggusage.e2e;
+
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** The service's {@code disagg_usage_exchanges_total} counters, scraped from its Prometheus endpoint. */
+final class ServiceMetrics {
+  private static final Pattern EXCHANGES =
+      Pattern.compile("(?m)^disagg_usage_exchanges_total\\{([^}]*)\\} ([0-9.eE+]+)$");
+  private static final Pattern LABEL = Pattern.compile("(\\w+)=\"([^\"]*)\"");
+
+  private ServiceMetrics() {}
+
+  /** The exchanges of {@code phase} by outcome label, e.g. {@code rewritten -> 3}. */
+  static Map<String, Long> exchanges(ServiceProcess service, String phase) {
+    Map<String, Long> byOutcome = new TreeMap<>();
+    Matcher line = EXCHANGES.matcher(Http.body(service.adminUrl("/metrics")));
+    while (line.find()) {
+      Map<String, String> labels = new TreeMap<>();
+      Matcher label = LABEL.matcher(line.group(1));
+      while (label.find()) {
+        labels.put(label.group(1), label.group(2));
+      }
+      if (phase.equals(labels.get("phase"))) {
+        byOutcome.merge(labels.get("outcome"), (long) Double.parseDouble(line.group(2)), Long::sum);
+      }
+    }
+    return byOutcome;
+  }
+
+  /** Every generation exchange counted, whatever its outcome. */
+  static long generationExchanges(ServiceProcess service) {
+    return exchanges(service, "generation").values().stream().mapToLong(Long::longValue).sum();
+  }
+}
