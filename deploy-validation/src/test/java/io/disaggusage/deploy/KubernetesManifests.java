@@ -96,6 +96,19 @@ final class KubernetesManifests {
     return overlay.getFileName().toString();
   }
 
+  /**
+   * Whether the overlay runs the service centrally (it includes components/central: shared replicas,
+   * a Service, the shared store) rather than as a sidecar of the orchestrator pod.
+   */
+  static boolean central(Path overlay) {
+    for (JsonNode component : YamlDocuments.single(overlay.resolve("kustomization.yaml")).path("components")) {
+      if (component.asText().equals("../../components/central")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Every document under deploy/kubernetes that has apiVersion and kind (kustomize files included). */
   static List<Source> rawDocuments() {
     List<Source> out = new ArrayList<>();

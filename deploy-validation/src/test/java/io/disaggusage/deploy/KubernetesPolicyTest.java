@@ -150,7 +150,7 @@ class KubernetesPolicyTest {
   }
 
   static Stream<Path> centralOverlays() {
-    return overlays().filter(o -> KubernetesManifests.overlayName(o).startsWith("central"));
+    return overlays().filter(KubernetesManifests::central);
   }
 
   static List<KubernetesManifests.Typed> render(Path overlay) {
@@ -412,7 +412,7 @@ class KubernetesPolicyTest {
     }
 
     String store = config.path("store").path("type").asText("memory");
-    boolean central = KubernetesManifests.overlayName(overlay).startsWith("central");
+    boolean central = KubernetesManifests.central(overlay);
     if (central) {
       assertThat(store).as("central replicas share the store").isEqualTo("redis");
       assertThat(w.replicas()).isGreaterThanOrEqualTo(2);
@@ -531,7 +531,8 @@ class KubernetesPolicyTest {
     assertThat(serviceConfigFiles().map(ProjectFiles::relative)).containsExactlyInAnyOrder(
         "deploy/kubernetes/base/config.yaml",
         "deploy/kubernetes/overlays/central/config.yaml",
-        "deploy/kubernetes/overlays/central-external-redis/config.yaml");
+        "deploy/kubernetes/overlays/central-external-redis/config.yaml",
+        "deploy/kubernetes/overlays/pod-local/config.yaml");
   }
 
   @ParameterizedTest(name = "{0}")

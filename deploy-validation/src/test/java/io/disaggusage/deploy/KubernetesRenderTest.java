@@ -30,7 +30,12 @@ class KubernetesRenderTest {
           "NetworkPolicy", 2),
       "central-external-redis", Map.of(
           "ServiceAccount", 1, "ConfigMap", 1, "Service", 2, "Deployment", 1, "PodDisruptionBudget", 1,
-          "NetworkPolicy", 1));
+          "NetworkPolicy", 1),
+      // central + Redis, the worker Envoys' ConfigMap, SGLang prefill/decode StatefulSets with headless
+      // Services, the llm-d decode Deployment, one NetworkPolicy per worker kind
+      "pod-local", Map.of(
+          "ServiceAccount", 1, "ConfigMap", 3, "Service", 5, "Deployment", 3, "StatefulSet", 2,
+          "PodDisruptionBudget", 1, "NetworkPolicy", 5));
 
   static Stream<Path> overlays() {
     return KubernetesManifests.overlays().stream();
@@ -107,7 +112,7 @@ class KubernetesRenderTest {
   @MethodSource("overlays")
   void centralOverlaysPutEverythingInOneNamespaceAndTheSidecarOverlayLeavesItToTheUser(Path overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
-    if (KubernetesManifests.overlayName(overlay).startsWith("central")) {
+    if (KubernetesManifests.central(overlay)) {
       assertThat(objects).allSatisfy(t ->
           assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isEqualTo(Manifests.NAMESPACE));
     } else {

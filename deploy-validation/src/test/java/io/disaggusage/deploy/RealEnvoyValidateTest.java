@@ -127,6 +127,12 @@ class RealEnvoyValidateTest {
   }
 
   @Test
+  void everyShippedBootstrapIsJudgedThePodLocalOnesIncluded() {
+    assertThat(shippedBootstraps().stream().map(ProjectFiles::relative)).contains(
+        "deploy/envoy/envoy.yaml", "deploy/envoy/pod-local/prefill.yaml", "deploy/envoy/pod-local/decode.yaml");
+  }
+
+  @Test
   void aMissingBinaryFailsAndSaysHowToInstallIt() {
     assertThatThrownBy(() -> EnvoyBinaries.locate("0.0.0-not-pinned"))
         .isInstanceOf(AssertionError.class)

@@ -80,4 +80,15 @@ final class ServiceProcess extends ChildProcess {
     return "http://127.0.0.1:" + adminPort + path;
   }
 
+  /** {@code disagg_usage_exchanges_total} for one phase and outcome, as /metrics shows it now. */
+  long exchanges(String phase, String outcome) {
+    String series = "disagg_usage_exchanges_total{outcome=\"" + outcome + "\",phase=\"" + phase + "\"}";
+    for (String line : Http.body(adminUrl("/metrics")).split("\n")) {
+      if (line.startsWith(series + " ")) {
+        return (long) Double.parseDouble(line.substring(series.length() + 1).trim());
+      }
+    }
+    return 0;
+  }
+
 }

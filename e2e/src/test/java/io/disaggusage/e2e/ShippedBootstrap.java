@@ -18,6 +18,7 @@ import java.util.List;
  */
 final class ShippedBootstrap {
   static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  static final String LOOPBACK = "127.0.0.1";
 
   /** The ports a test assigns; each worker and service list becomes the cluster's endpoints. */
   record Topology(
@@ -41,9 +42,9 @@ final class ShippedBootstrap {
     ObjectNode resources = (ObjectNode) root.path("static_resources");
     socket(named(resources, "listeners", "context_egress").path("address"), topology.contextListener());
     socket(named(resources, "listeners", "generation_egress").path("address"), topology.generationListener());
-    endpoints(named(resources, "clusters", "context"), topology.contextWorkers());
-    endpoints(named(resources, "clusters", "generation"), topology.generationWorkers());
-    endpoints(named(resources, "clusters", "disagg_usage_extproc"), topology.services());
+    endpoints(named(resources, "clusters", "context"), LOOPBACK, topology.contextWorkers());
+    endpoints(named(resources, "clusters", "generation"), LOOPBACK, topology.generationWorkers());
+    endpoints(named(resources, "clusters", "disagg_usage_extproc"), LOOPBACK, topology.services());
     return root;
   }
 
@@ -65,14 +66,21 @@ final class ShippedBootstrap {
   }
 
   private static void socket(JsonNode address, int port) {
-    if (!(address.path("socket_address") instanceof ObjectNode socket)) {
-      throw new AssertionError("expected a socket_address in " + address);
-    }
-    socket.put("address", "127.0.0.1");
+    ObjectNode socket = socketAddress(address);
+    socket.put("address", LOOPBACK);
     socket.put("port_value", port);
   }
 
-  private static void endpoints(ObjectNode cluster, List<Integer> ports) {
+  /** The {@code socket_address} of an {@code address}; another shape fails. */
+  static ObjectNode socketAddress(JsonNode address) {
+    if (!(address.path("socket_address") instanceof ObjectNode socket)) {
+      throw new AssertionError("expected a socket_address in " + address);
+    }
+    return socket;
+  }
+
+  /** Replaces the cluster's one endpoint by one per port on {@code address}; another shape fails. */
+  static void endpoints(ObjectNode cluster, String address, List<Integer> ports) {
     JsonNode localities = cluster.path("load_assignment").path("endpoints");
     if (localities.size() != 1 || localities.get(0).path("lb_endpoints").size() != 1) {
       throw new AssertionError("expected one locality with one endpoint in cluster " + cluster.path("name"));
@@ -80,7 +88,7 @@ final class ShippedBootstrap {
     ArrayNode endpoints = ((ObjectNode) localities.get(0)).putArray("lb_endpoints");
     for (int port : ports) {
       ObjectNode socket = endpoints.addObject().putObject("endpoint").putObject("address").putObject("socket_address");
-      socket.put("address", "127.0.0.1");
+      socket.put("address", address);
       socket.put("port_value", port);
     }
   }

@@ -74,9 +74,14 @@ final class Worker implements AutoCloseable {
   private volatile Function<Received, Reply> responder;
 
   Worker(String name) {
+    this(name, InetAddress.getLoopbackAddress());
+  }
+
+  /** A worker listening on {@code address} (a "pod address" such as 127.0.0.2: Linux routes 127/8 to lo). */
+  Worker(String name, InetAddress address) {
     this.name = name;
     try {
-      server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
+      server = HttpServer.create(new InetSocketAddress(address, 0), 256);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -58,6 +58,7 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
   private Outcome fallback = Outcome.CONTEXT_TIMEOUT;
 
   private Outcome outcome; // set when the held usage was released
+  private boolean usageTaken;
   private UsageFigures figures;
   private boolean corrected;
   private byte[] modelText;
@@ -150,7 +151,13 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
 
   @Override
   public byte[] takeReady() {
+    usageTaken = outcome != null; // the usage object goes out only with everything after it
     return ready.take();
+  }
+
+  @Override
+  public int usageReleased() {
+    return usageTaken ? 1 : 0;
   }
 
   @Override

@@ -55,6 +55,9 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private boolean finished;
   private boolean abandoning;
 
+  /** Usage-bearing events released into {@link #ready}, and those of them handed out by takeReady. */
+  private int usageEventsReleased;
+  private int usageEventsTaken;
   private Outcome lastUsageOutcome = Outcome.NO_USAGE;
   private ExchangeReport lastUsageReport;
   private boolean oversizeSeen;
@@ -233,7 +236,13 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   }
 
   @Override
+  public int usageReleased() {
+    return usageEventsTaken;
+  }
+
+  @Override
   public byte[] takeReady() {
+    usageEventsTaken = usageEventsReleased;
     if (readyBytes == 0) {
       ready.clear();
       return Bytes.EMPTY;
@@ -407,7 +416,9 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     emitRaw(event);
   }
 
+  /** Notes the outcome of a usage-bearing event, which is released right after. */
   private void record(Outcome outcome, ExchangeReport report) {
+    usageEventsReleased++;
     lastUsageOutcome = outcome;
     lastUsageReport = report;
   }

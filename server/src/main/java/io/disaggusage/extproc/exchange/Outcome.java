@@ -19,7 +19,13 @@ public enum Outcome {
   /** Not part of a disaggregated flow, non-2xx, or compressed: passed through. */
   NOT_DISAGGREGATED("not_disaggregated"),
   /** Internal error: the exchange was let through unmodified. */
-  ERROR("error");
+  ERROR("error"),
+  /**
+   * The ext_proc stream ended (a downstream reset, an upstream failure) before the exchange's usage
+   * was released to the client or stored: there were no figures to count. An exchange reset after its
+   * usage went out counts with that usage's outcome instead.
+   */
+  RESET("reset");
 
   private final String label;
 

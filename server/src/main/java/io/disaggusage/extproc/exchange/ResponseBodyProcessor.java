@@ -39,6 +39,15 @@ public interface ResponseBodyProcessor {
    */
   byte[] abandon();
 
+  /**
+   * How many usage-bearing events (or usage objects) have left through {@link #takeReady} so far. Once
+   * one has, the client may have read its usage and hang up before the body ends (sglang-router closes
+   * right after {@code data: [DONE]}): the caller publishes {@link #report} with that reply.
+   */
+  default int usageReleased() {
+    return 0;
+  }
+
   /** How the body was handled so far; final after {@link #finish} and release of all bytes. */
   ExchangeReport report();
 }

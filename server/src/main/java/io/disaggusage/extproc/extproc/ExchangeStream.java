@@ -97,6 +97,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private CompletableFuture<Optional<ContextUsage>> contextWait;
   private long contextWaitStart;
   private boolean reported;
+  /** {@link ResponseBodyProcessor#usageReleased} when metadata last went out with a reply. */
+  private int usagePublished;
   /** Response body bytes received so far (also for the summary line). */
   private long bytesIn;
   /** The response's content-length as the upstream announced it, or -1. */
@@ -423,7 +425,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     if (!end) {
-      complete(slot, bodyReply(bytes, ready, null));
+      complete(slot, bodyReply(bytes, ready, releasedUsageMetadata()));
       return;
     }
     if (body.waiting()) {
@@ -457,13 +459,52 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
-    ExchangeReport report = body.report();
-    generationReport = report;
-    services.metrics().tokens(report.model() != null ? report.model() : model, report.figures());
-    Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), report, model);
+    Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), body.report(), model);
     ProcessingResponse reply = bodyReply(original, ready, metadata);
-    report(Phase.GENERATION, report.outcome());
+    countGeneration(); // after the reply is built: the summary line's bytes_out includes it
     complete(slot, reply);
+  }
+
+  /** Counts the generation exchange's final report (tokens and outcome), once. */
+  private void countGeneration() {
+    if (!reported) {
+      ExchangeReport report = body.report();
+      generationReport = report;
+      services.metrics().tokens(report.model() != null ? report.model() : model, report.figures());
+      report(Phase.GENERATION, report.outcome());
+    }
+  }
+
+  /**
+   * The metadata for a reply that hands out a usage-bearing event for the first time since the last
+   * such reply, or null. A client may read that event (and {@code [DONE]}) and hang up before the
+   * body's end reaches us: sglang-router does, and Envoy then resets the stream before our last
+   * reply, so the metadata goes out with the usage itself, where access logs and rate limits see it
+   * whatever happens next. The last reply publishes the final figures again.
+   */
+  private Struct releasedUsageMetadata() {
+    int released = body.usageReleased();
+    if (released == usagePublished) {
+      return null;
+    }
+    usagePublished = released;
+    return UsageMetadata.of(services.config().metadata().namespace(), body.report(), model);
+  }
+
+  /**
+   * The stream ended without the exchange having been counted: a reset, most often a client that
+   * hung up. After a usage-bearing event went out the exchange counts as that event's outcome (the
+   * client has its usage); before, as {@link Outcome#RESET}.
+   */
+  private void countUnfinished() {
+    if (reported || classification == null || contextStored) {
+      return; // a store write under way counts itself when it lands (onStored)
+    }
+    if (body != null && !(body instanceof ContextObserver) && !abandoned && body.usageReleased() > 0) {
+      countGeneration();
+      return;
+    }
+    report(classification.phase(), Outcome.RESET);
   }
 
   private void awaitContext() {
@@ -740,6 +781,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     if (contextWait != null) {
       contextWait.cancel(false);
     }
+    countUnfinished();
     services.metrics().streamClosed();
   }
 

@@ -49,6 +49,7 @@ public final class Exchange {
   final boolean duplicateFinalBodyMessage;
   final int downstreamResetAfterResponseChunks;
   final boolean clientClosesAfterResponse;
+  final byte[] clientClosesAfterReading;
 
   private Exchange(Builder b) {
     this.name = b.name;
@@ -90,6 +91,7 @@ public final class Exchange {
     this.duplicateFinalBodyMessage = b.duplicateFinalBodyMessage;
     this.downstreamResetAfterResponseChunks = b.downstreamResetAfterResponseChunks;
     this.clientClosesAfterResponse = b.clientClosesAfterResponse;
+    this.clientClosesAfterReading = b.clientClosesAfterReading;
   }
 
   public static Builder builder() {
@@ -164,6 +166,7 @@ public final class Exchange {
     private boolean duplicateFinalBodyMessage;
     private int downstreamResetAfterResponseChunks = -1;
     private boolean clientClosesAfterResponse;
+    private byte[] clientClosesAfterReading;
 
     private Builder() {}
 
@@ -360,6 +363,16 @@ public final class Exchange {
      */
     public Builder clientClosesAfterResponse() {
       this.clientClosesAfterResponse = true;
+      return this;
+    }
+
+    /**
+     * The client closes its connection as soon as the bytes it has read contain {@code marker}, as
+     * sglang-router does after {@code data: [DONE]} without waiting for the chunked terminator: Envoy
+     * sees a downstream reset, and the ext_proc stream is reset before the end-of-stream message.
+     */
+    public Builder clientClosesAfterReading(String marker) {
+      this.clientClosesAfterReading = marker.getBytes(java.nio.charset.StandardCharsets.UTF_8);
       return this;
     }
 

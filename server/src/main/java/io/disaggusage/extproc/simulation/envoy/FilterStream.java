@@ -561,6 +561,7 @@ final class FilterStream {
           }
         }
         checkResponseRead(snapshot.length);
+        checkClosingMarker(snapshot);
       }
     }
     if (endStream) {
@@ -576,6 +577,29 @@ final class FilterStream {
       clientHasResponse();
     }
   }
+
+  /** {@link Exchange.Builder#clientClosesAfterReading}: the marker arrived, the client hangs up. */
+  private void checkClosingMarker(byte[] clientBytes) {
+    byte[] marker = exchange.clientClosesAfterReading;
+    if (marker != null && !finished && indexOf(clientBytes, marker) >= 0 && closingForMarker.compareAndSet(false, true)) {
+      loop.execute(guarded(this::downstreamReset));
+    }
+  }
+
+  private static int indexOf(byte[] haystack, byte[] needle) {
+    outer:
+    for (int i = 0; i + needle.length <= haystack.length; i++) {
+      for (int k = 0; k < needle.length; k++) {
+        if (haystack[i + k] != needle[k]) {
+          continue outer;
+        }
+      }
+      return i;
+    }
+    return -1;
+  }
+
+  private final java.util.concurrent.atomic.AtomicBoolean closingForMarker = new java.util.concurrent.atomic.AtomicBoolean();
 
   private void clientHasResponse() {
     if (responseRead.complete(null) && exchange.clientClosesAfterResponse && !finished) {
