@@ -14,22 +14,29 @@ import java.util.List;
 final class DiscoveryPassThrough {
   private DiscoveryPassThrough() {}
 
-  /** {@code routerProbes}: paths the router called on both workers at start-up. */
-  static void assertUntouched(RouterDeployment deployment, List<String> routerProbes, int completions) {
-    for (String path : routerProbes) {
+  /** {@code prefillProbes}, {@code decodeProbes}: paths the router called on each worker at start-up. */
+  static void assertUntouched(
+      RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes, int completions) {
+    for (String path : prefillProbes) {
       assertThat(deployment.prefill.log().probeCount(path)).as("prefill " + path).isPositive();
+    }
+    for (String path : decodeProbes) {
       assertThat(deployment.decode.log().probeCount(path)).as("decode " + path).isPositive();
     }
-    List<AccessLogLine> probes = new GenerationLedger(deployment).probes();
-    assertThat(probes).isNotEmpty().allSatisfy(line -> assertThat(line.field("usage_outcome")).isEqualTo("-"));
+    for (EnvoyProcess envoy : List.of(deployment.prefillEnvoy, deployment.decodeEnvoy)) {
+      assertThat(envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")))
+          .as("the probes Envoy passed carry no usage metadata")
+          .isNotEmpty()
+          .allSatisfy(line -> assertThat(line.field("usage_outcome")).isEqualTo("-"));
+    }
     assertThat(ServiceMetrics.exchanges(deployment.service, "generation"))
         .as("the service counts no probe: only the completions, all rewritten")
         .containsExactlyEntriesOf(java.util.Map.of("rewritten", (long) completions));
     assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
         .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
     for (String path : List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info")) {
-      assertSameAnswer(deployment.prefill, deployment.envoy.contextUrl(path), path);
-      assertSameAnswer(deployment.decode, deployment.envoy.generationUrl(path), path);
+      assertSameAnswer(deployment.prefill, deployment.prefillUrl + path, path);
+      assertSameAnswer(deployment.decode, deployment.decodeUrl + path, path);
     }
   }
 

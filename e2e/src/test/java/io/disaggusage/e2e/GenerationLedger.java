@@ -7,7 +7,7 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * What Envoy's generation listener logged and the service counted for the chat completions of one
+ * What the Envoy on the decode legs logged and the service counted for the chat completions of one
  * deployment: each exchange's access-log metadata and the {@code phase="generation"} exchange counter.
  */
 final class GenerationLedger {
@@ -17,16 +17,11 @@ final class GenerationLedger {
     this.deployment = deployment;
   }
 
-  /** The generation listener's lines for chat completions, in the order they finished. */
+  /** The decode legs' chat completion lines, in the order they finished. */
   List<AccessLogLine> completions() {
-    return deployment.envoy.accessLog().stream()
-        .filter(l -> l.path().startsWith("/v1/chat/completions") && "generation".equals(l.cluster()))
+    return deployment.decodeEnvoy.accessLog().stream()
+        .filter(l -> l.path().startsWith("/v1/chat/completions") && deployment.decodeCluster.equals(l.cluster()))
         .toList();
-  }
-
-  /** The access-log lines of every other request (health and discovery) Envoy passed. */
-  List<AccessLogLine> probes() {
-    return deployment.envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")).toList();
   }
 
   /** Waits until {@code count} generation completions are logged and counted by the service as rewritten. */

@@ -39,16 +39,16 @@ class SglangRouterTest {
       "/vllm.grpc.engine.VllmEngine/HealthCheck");
 
   static WorkerSpec prefill() {
-    return WorkerSpec.of(EngineKind.SGLANG, WorkerRole.PREFILL, "127.0.0.1", 0).withModel(Wire.MODEL);
+    return WorkerSpec.of(EngineKind.SGLANG, WorkerRole.PREFILL, RouterDeployment.PREFILL_POD, 0).withModel(Wire.MODEL);
   }
 
   static WorkerSpec decode() {
-    return WorkerSpec.of(EngineKind.SGLANG, WorkerRole.DECODE, "127.0.0.1", 0)
+    return WorkerSpec.of(EngineKind.SGLANG, WorkerRole.DECODE, RouterDeployment.DECODE_POD, 0)
         .withModel(Wire.MODEL).withVariant(UsageVariant.BUG).withTokenDelay(Duration.ofMillis(2));
   }
 
   static RouterDeployment start(String test, String release, WorkerSpec prefill) {
-    return RouterDeployment.throughEnvoy("sglang-" + test + "-" + release, release, RouterKind.SGLANG_ROUTER, prefill, decode());
+    return RouterDeployment.podLocal("sglang-" + test + "-" + release, release, RouterKind.SGLANG_ROUTER, prefill, decode());
   }
 
   static java.util.stream.Stream<Arguments> streamedOrNot() {
@@ -69,7 +69,7 @@ class SglangRouterTest {
       }
       assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
       assertEveryExchange(deployment, expected);
-      DiscoveryPassThrough.assertUntouched(deployment, ROUTER_PROBES, expected.size());
+      DiscoveryPassThrough.assertUntouched(deployment, ROUTER_PROBES, ROUTER_PROBES, expected.size());
     }
   }
 

@@ -1,0 +1,93 @@
+package io.disaggusage.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.disaggusage.e2e.TrueUsage.Usage;
+import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.simulation.engines.UsageVariant;
+import io.disaggusage.extproc.simulation.workers.EngineKind;
+import io.disaggusage.extproc.simulation.workers.WorkerRole;
+import io.disaggusage.extproc.simulation.workers.WorkerSpec;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * vllm-router 0.1.17 ({@code --vllm-pd-disaggregation}) in front of a vLLM prefill and decode worker,
+ * through one real Envoy on the shipped envoy.yaml and the shipped jar (topology 1). The router merges
+ * usage itself (prompt and details from the prefill, completion from the decode, total recomputed), so
+ * the client's body is right with or without the service: the test runs the same requests through a
+ * second router wired straight to its own workers and requires the same bytes, apart from the ids the
+ * router generates. The service adds the decode leg's metadata and metrics, which are asserted too.
+ */
+class VllmRouterTest {
+  static final String PROMPT = SglangRouterTest.PROMPT;
+  /** vllm-router's start-up calls on each worker: /health (twice) and /metrics (engine count). */
+  static final List<String> ROUTER_PROBES = List.of("/health", "/metrics");
+
+  static Stream<Arguments> decodeVariants() {
+    return Tools.perRelease(List.of(UsageVariant.BUG, UsageVariant.WHOLE_PROMPT_BUG, UsageVariant.FIXED));
+  }
+
+  static Stream<Arguments> streamedOrNot() {
+    return Tools.perRelease(List.of(false, true));
+  }
+
+  static WorkerSpec prefill() {
+    return WorkerSpec.of(EngineKind.VLLM, WorkerRole.PREFILL, "127.0.0.1", 0).withModel(Wire.MODEL);
+  }
+
+  static WorkerSpec decode(UsageVariant variant) {
+    return WorkerSpec.of(EngineKind.VLLM, WorkerRole.DECODE, "127.0.0.1", 0).withModel(Wire.MODEL).withVariant(variant);
+  }
+
+  @ParameterizedTest(name = "Envoy {0}: decode worker {1}: curl -s and -N, with the service and without")
+  @MethodSource("decodeVariants")
+  void ourCorrectionAndTheRoutersMergeGiveTheClientTheSameBytes(String release, UsageVariant variant) {
+    String name = "vllm-" + variant.label() + "-" + release;
+    try (RouterDeployment withService = RouterDeployment.central(name, release, RouterKind.VLLM_ROUTER, prefill(), decode(variant));
+        RouterDeployment routerAlone = RouterDeployment.direct(name + "-alone", RouterKind.VLLM_ROUTER, prefill(), decode(variant))) {
+      TrueUsage truth = new TrueUsage();
+      List<Usage> expected = new ArrayList<>();
+      for (boolean stream : new boolean[] {false, false, true, true}) {
+        Usage want = truth.next(PROMPT, 12, 1);
+        expected.add(want);
+        String request = RouterClients.chat(Wire.MODEL, PROMPT, 12, 1, stream);
+        String corrected = RouterClients.curl(withService, request, stream);
+        String merged = RouterClients.curl(routerAlone, request, stream);
+        assertThat(RouterClients.read(RouterClients.usage(corrected, stream))).as("with the service").isEqualTo(want);
+        assertThat(RouterClients.read(RouterClients.usage(merged, stream))).as("the router alone").isEqualTo(want);
+        assertThat(withoutIds(corrected)).as("the same bytes, stream=" + stream).isEqualTo(withoutIds(merged));
+      }
+      assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
+      SglangRouterTest.assertEveryExchange(withService, expected);
+      DiscoveryPassThrough.assertUntouched(withService, ROUTER_PROBES, ROUTER_PROBES, expected.size());
+    }
+  }
+
+  @ParameterizedTest(name = "Envoy {0}: OpenAI Python SDK, stream={1}")
+  @MethodSource("streamedOrNot")
+  void sdkReadsThePrefillsUsage(String release, boolean stream) {
+    try (RouterDeployment deployment = RouterDeployment.central(
+        "vllm-sdk-" + stream + "-" + release, release, RouterKind.VLLM_ROUTER, prefill(), decode(UsageVariant.BUG))) {
+      TrueUsage truth = new TrueUsage();
+      List<Usage> expected = new ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        Usage want = truth.next(PROMPT, RouterClients.SDK_MAX_TOKENS, 1);
+        expected.add(want);
+        JsonNode usage = RouterClients.sdkChatUsage(deployment, PROMPT, stream);
+        assertThat(RouterClients.read(usage)).as(usage.toString()).isEqualTo(want);
+      }
+      SglangRouterTest.assertEveryExchange(deployment, expected);
+    }
+  }
+
+  /** The body with the response ids (the router names each request with a fresh uuid) blanked. */
+  static String withoutIds(String body) {
+    return body.replaceAll("\"id\":\"[^\"]*\"", "\"id\":\"\"");
+  }
+}
