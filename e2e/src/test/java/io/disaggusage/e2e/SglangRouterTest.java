@@ -69,6 +69,7 @@ class SglangRouterTest {
       }
       assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
       assertEveryExchange(deployment, expected);
+      RouterWire.assertSglang(deployment);
       DiscoveryPassThrough.assertUntouched(deployment, ROUTER_PROBES, ROUTER_PROBES, expected.size());
     }
   }
@@ -98,7 +99,13 @@ class SglangRouterTest {
       for (int i = 0; i < 2; i++) {
         Usage want = truth.next(PROMPT, 5, 3);
         expected.add(want);
-        String body = RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, PROMPT, 5, 3, stream), stream);
+        String body;
+        try {
+          body = RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, PROMPT, 5, 3, stream), stream);
+        } catch (AssertionError e) {
+          throw new AssertionError("the decode worker refused what the router sent: "
+              + deployment.decode.log().completions().stream().map(RecordedRequest::bodyUtf8).toList(), e);
+        }
         assertThat(RouterClients.read(RouterClients.usage(body, stream))).isEqualTo(want);
       }
       for (RecordedRequest request : deployment.decode.log().completions()) {

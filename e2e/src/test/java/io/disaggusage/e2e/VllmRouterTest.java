@@ -65,6 +65,7 @@ class VllmRouterTest {
       }
       assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
       SglangRouterTest.assertEveryExchange(withService, expected);
+      RouterWire.assertVllm(withService);
       DiscoveryPassThrough.assertUntouched(withService, ROUTER_PROBES, ROUTER_PROBES, expected.size());
     }
   }
