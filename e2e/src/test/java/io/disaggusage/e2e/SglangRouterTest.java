@@ -59,18 +59,8 @@ class SglangRouterTest {
   @MethodSource("io.disaggusage.e2e.Tools#releases")
   void curlReadsThePrefillsUsage(String release) {
     try (RouterDeployment deployment = start("curl", release, prefill())) {
-      TrueUsage truth = new TrueUsage();
-      List<Usage> expected = new ArrayList<>();
-      for (boolean stream : new boolean[] {false, false, true, true}) {
-        Usage want = truth.next(PROMPT, 12, 1);
-        expected.add(want);
-        String body = RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, PROMPT, 12, 1, stream), stream);
-        assertThat(RouterClients.read(RouterClients.usage(body, stream))).as("stream=" + stream).isEqualTo(want);
-      }
-      assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
-      assertEveryExchange(deployment, expected);
-      RouterWire.assertSglang(deployment);
-      DiscoveryPassThrough.assertUntouched(deployment, ROUTER_PROBES, ROUTER_PROBES, expected.size());
+      List<Usage> expected = RouterFlows.curl(deployment, PROMPT, 12, 1, false, false, true, true);
+      RouterFlows.assertRepeatedPrompt(deployment, expected, RouterWire::assertSglang, ROUTER_PROBES);
     }
   }
 
@@ -78,15 +68,7 @@ class SglangRouterTest {
   @MethodSource("streamedOrNot")
   void sdkReadsThePrefillsUsage(String release, boolean stream) {
     try (RouterDeployment deployment = start("sdk-" + stream, release, prefill())) {
-      TrueUsage truth = new TrueUsage();
-      List<Usage> expected = new ArrayList<>();
-      for (int i = 0; i < 2; i++) {
-        Usage want = truth.next(PROMPT, RouterClients.SDK_MAX_TOKENS, 1);
-        expected.add(want);
-        JsonNode usage = RouterClients.sdkChatUsage(deployment, PROMPT, stream);
-        assertThat(RouterClients.read(usage)).as(usage.toString()).isEqualTo(want);
-      }
-      assertEveryExchange(deployment, expected);
+      RouterFlows.assertEveryExchange(deployment, RouterFlows.sdk(deployment, PROMPT, stream, 2));
     }
   }
 
@@ -94,26 +76,13 @@ class SglangRouterTest {
   @MethodSource("streamedOrNot")
   void severalChoicesShareOnePrefill(String release, boolean stream) {
     try (RouterDeployment deployment = start("n3-" + stream, release, prefill())) {
-      TrueUsage truth = new TrueUsage();
-      List<Usage> expected = new ArrayList<>();
-      for (int i = 0; i < 2; i++) {
-        Usage want = truth.next(PROMPT, 5, 3);
-        expected.add(want);
-        String body;
-        try {
-          body = RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, PROMPT, 5, 3, stream), stream);
-        } catch (AssertionError e) {
-          throw new AssertionError("the decode worker refused what the router sent: "
-              + deployment.decode.log().completions().stream().map(RecordedRequest::bodyUtf8).toList(), e);
-        }
-        assertThat(RouterClients.read(RouterClients.usage(body, stream))).isEqualTo(want);
-      }
+      List<Usage> expected = RouterFlows.curl(deployment, PROMPT, 5, 3, stream, stream);
       for (RecordedRequest request : deployment.decode.log().completions()) {
         JsonNode body = RouterClients.parseJson(request.bodyUtf8());
         assertThat(body.path("bootstrap_room").isArray()).as(request.bodyUtf8()).isTrue();
         assertThat(body.path("bootstrap_room")).hasSize(3);
       }
-      assertEveryExchange(deployment, expected);
+      RouterFlows.assertEveryExchange(deployment, expected);
     }
   }
 
@@ -122,15 +91,7 @@ class SglangRouterTest {
   void theDecodeWaitsForALatePrefill(String release, boolean stream) {
     Duration delay = Duration.ofMillis(400);
     try (RouterDeployment deployment = start("late-" + stream, release, prefill().withPrefillDelay(delay))) {
-      TrueUsage truth = new TrueUsage();
-      List<Usage> expected = new ArrayList<>();
-      for (int i = 0; i < 2; i++) {
-        Usage want = truth.next(PROMPT, 6, 1);
-        expected.add(want);
-        String body = RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, PROMPT, 6, 1, stream), stream);
-        assertThat(RouterClients.read(RouterClients.usage(body, stream))).isEqualTo(want);
-      }
-      assertEveryExchange(deployment, expected);
+      RouterFlows.assertEveryExchange(deployment, RouterFlows.curl(deployment, PROMPT, 6, 1, stream, stream));
       assertThat(new GenerationLedger(deployment).completions())
           .as("each generation reply was held until the late context usage arrived")
           .allSatisfy(line -> assertThat(line.durationMillis()).isGreaterThanOrEqualTo(delay.toMillis()));
@@ -183,19 +144,5 @@ class SglangRouterTest {
 
   static int maxTokens(int flow) {
     return 1 + flow;
-  }
-
-  /** The access-log metadata of every generation exchange, in order, and the service's count of them. */
-  static void assertEveryExchange(RouterDeployment deployment, List<Usage> expected) {
-    GenerationLedger ledger = new GenerationLedger(deployment);
-    ledger.awaitCompletions(expected.size());
-    List<AccessLogLine> lines = ledger.completions();
-    assertThat(lines).hasSize(expected.size());
-    for (int i = 0; i < expected.size(); i++) {
-      GenerationLedger.assertMetadata(lines.get(i), expected.get(i));
-    }
-    assertThat(ServiceMetrics.exchanges(deployment.service, "generation")).containsEntry("rewritten", (long) expected.size());
-    assertThat(deployment.decode.log().completions()).hasSize(expected.size());
-    assertThat(deployment.prefill.log().completions()).hasSize(expected.size());
   }
 }

@@ -2,7 +2,6 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.disaggusage.e2e.TrueUsage.Usage;
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
@@ -63,10 +62,7 @@ class VllmRouterTest {
         assertThat(RouterClients.read(RouterClients.usage(merged, stream))).as("the router alone").isEqualTo(want);
         assertThat(withoutIds(corrected)).as("the same bytes, stream=" + stream).isEqualTo(withoutIds(merged));
       }
-      assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
-      SglangRouterTest.assertEveryExchange(withService, expected);
-      RouterWire.assertVllm(withService);
-      DiscoveryPassThrough.assertUntouched(withService, ROUTER_PROBES, ROUTER_PROBES, expected.size());
+      RouterFlows.assertRepeatedPrompt(withService, expected, RouterWire::assertVllm, ROUTER_PROBES);
     }
   }
 
@@ -75,15 +71,7 @@ class VllmRouterTest {
   void sdkReadsThePrefillsUsage(String release, boolean stream) {
     try (RouterDeployment deployment = RouterDeployment.central(
         "vllm-sdk-" + stream + "-" + release, release, RouterKind.VLLM_ROUTER, prefill(), decode(UsageVariant.BUG))) {
-      TrueUsage truth = new TrueUsage();
-      List<Usage> expected = new ArrayList<>();
-      for (int i = 0; i < 2; i++) {
-        Usage want = truth.next(PROMPT, RouterClients.SDK_MAX_TOKENS, 1);
-        expected.add(want);
-        JsonNode usage = RouterClients.sdkChatUsage(deployment, PROMPT, stream);
-        assertThat(RouterClients.read(usage)).as(usage.toString()).isEqualTo(want);
-      }
-      SglangRouterTest.assertEveryExchange(deployment, expected);
+      RouterFlows.assertEveryExchange(deployment, RouterFlows.sdk(deployment, PROMPT, stream, 2));
     }
   }
 
