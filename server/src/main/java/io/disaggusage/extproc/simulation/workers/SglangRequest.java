@@ -11,7 +11,7 @@ import java.util.List;
 /**
  * A chat completion as the SGLang router sends it to both workers: the client's body plus
  * {@code bootstrap_host}, {@code bootstrap_port} and {@code bootstrap_room} (one room, or an array of
- * them, one per choice, when {@code n > 1}).
+ * exactly one room per choice, as the router sends for {@code n > 1}).
  *
  * @param bootstrapPort null when the router sent none
  */
@@ -31,8 +31,8 @@ record SglangRequest(
       }
       rooms.add(r.asLong());
     }
-    if (rooms.size() != 1 && rooms.size() != shape.choices()) {
-      throw new BadRequest("bootstrap_room: expected one room per choice (n=" + shape.choices() + ")");
+    if (room.isArray() && rooms.size() != shape.choices()) {
+      throw new BadRequest("bootstrap_room: expected an array of one room per choice (n=" + shape.choices() + ")");
     }
     JsonNode host = body.path("bootstrap_host");
     JsonNode port = body.path("bootstrap_port");
