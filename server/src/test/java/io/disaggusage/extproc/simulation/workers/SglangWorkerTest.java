@@ -13,27 +13,12 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** SGLang prefill and decode workers with the bootstrap handover (engines.md §4). */
-class SglangWorkerTest {
-  private EngineWorker prefill;
-  private EngineWorker decode;
-
-  private void start(UsageVariant variant, Duration prefillDelay) throws Exception {
-    prefill =
-        EngineWorker.start(
-            WorkerSpec.of(EngineKind.SGLANG, WorkerRole.PREFILL, "127.0.0.1", 0).withVariant(variant).withPrefillDelay(prefillDelay));
-    decode = EngineWorker.start(WorkerSpec.of(EngineKind.SGLANG, WorkerRole.DECODE, "127.0.0.1", 0).withVariant(variant));
-  }
-
-  @AfterEach
-  void stop() {
-    if (prefill != null) {
-      prefill.close();
-      decode.close();
-    }
+class SglangWorkerTest extends WorkerPairTest {
+  SglangWorkerTest() {
+    super(EngineKind.SGLANG);
   }
 
   private String body(String host, Object room, String extra) {

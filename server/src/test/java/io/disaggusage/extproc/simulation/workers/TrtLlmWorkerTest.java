@@ -12,28 +12,15 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
 import java.net.http.HttpResponse;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** TensorRT-LLM context and generation workers over HTTP (engines.md §1). */
-class TrtLlmWorkerTest {
+class TrtLlmWorkerTest extends WorkerPairTest {
   private static final String CONTEXT_PARAMS =
       "\"disaggregated_params\":{\"request_type\":\"context_only\",\"disagg_request_id\":2748779069441234567,\"schedule_style\":0}";
 
-  private EngineWorker context;
-  private EngineWorker generation;
-
-  private void start(UsageVariant variant) throws Exception {
-    context = EngineWorker.start(WorkerSpec.of(EngineKind.TRTLLM, WorkerRole.PREFILL, "127.0.0.1", 0).withVariant(variant));
-    generation = EngineWorker.start(WorkerSpec.of(EngineKind.TRTLLM, WorkerRole.DECODE, "127.0.0.1", 0).withVariant(variant));
-  }
-
-  @AfterEach
-  void stop() {
-    if (context != null) {
-      context.close();
-      generation.close();
-    }
+  TrtLlmWorkerTest() {
+    super(EngineKind.TRTLLM);
   }
 
   /** The context reply, then the generation request the context-first orchestrator builds from it. */
@@ -51,8 +38,8 @@ class TrtLlmWorkerTest {
   void contextWorkerAnswersOneTokenWithTheHandoffAndItsOwnCacheCount() throws Exception {
     start(UsageVariant.BUG);
     String body = chat(LONG_PROMPT, "\"max_tokens\":32,\"stream\":false," + CONTEXT_PARAMS);
-    JsonNode first = json(post(context, body).body());
-    HttpResponse<String> again = post(context, body);
+    JsonNode first = json(post(prefill, body).body());
+    HttpResponse<String> again = post(prefill, body);
     JsonNode second = json(again.body());
     assertThat(again.headers().firstValue("content-type")).hasValue("application/json");
     assertThat(again.headers().firstValueAsLong("content-length")).hasValue(again.body().length());
@@ -73,8 +60,8 @@ class TrtLlmWorkerTest {
   @Test
   void buggyGenerationReportsTheWholePromptAsCached() throws Exception {
     start(UsageVariant.BUG);
-    JsonNode ctx = json(post(context, chat(LONG_PROMPT, "\"max_tokens\":5," + CONTEXT_PARAMS)).body());
-    JsonNode gen = json(post(generation, generationBody(ctx, "\"max_tokens\":5", false)).body());
+    JsonNode ctx = json(post(prefill, chat(LONG_PROMPT, "\"max_tokens\":5," + CONTEXT_PARAMS)).body());
+    JsonNode gen = json(post(decode, generationBody(ctx, "\"max_tokens\":5", false)).body());
     long prompt = ctx.path("usage").path("prompt_tokens").asLong();
     assertThat(gen.path("usage").path("prompt_tokens").asLong()).isEqualTo(prompt);
     assertThat(gen.path("usage").path("completion_tokens").asLong()).isEqualTo(5);
@@ -86,13 +73,13 @@ class TrtLlmWorkerTest {
   @Test
   void fixedGenerationTakesPromptAndCachedFromCtxUsage() throws Exception {
     start(UsageVariant.FIXED);
-    JsonNode ctx = json(post(context, chat(LONG_PROMPT, "\"max_tokens\":13," + CONTEXT_PARAMS)).body());
+    JsonNode ctx = json(post(prefill, chat(LONG_PROMPT, "\"max_tokens\":13," + CONTEXT_PARAMS)).body());
     ObjectNode g6 = (ObjectNode) ctx.deepCopy();
     g6.set("usage", json("{\"prompt_tokens\":101,\"completion_tokens\":0,\"total_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"));
-    JsonNode gen = json(post(generation, generationBody(g6, "\"max_tokens\":13", true)).body());
+    JsonNode gen = json(post(decode, generationBody(g6, "\"max_tokens\":13", true)).body());
     assertThat(gen.path("usage"))
         .isEqualTo(json("{\"prompt_tokens\":101,\"total_tokens\":114,\"completion_tokens\":13,\"prompt_tokens_details\":{\"cached_tokens\":7}}"));
-    JsonNode withoutUsage = json(post(generation, generationBody(ctx, "\"max_tokens\":13", false)).body());
+    JsonNode withoutUsage = json(post(decode, generationBody(ctx, "\"max_tokens\":13", false)).body());
     assertThat(withoutUsage.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong())
         .as("no ctx_usage forwarded: the generation-first aux-buffer path is not simulated, the bug count stays")
         .isEqualTo(ctx.path("usage").path("prompt_tokens").asLong());
@@ -101,9 +88,9 @@ class TrtLlmWorkerTest {
   @Test
   void streamedGenerationHasTheSpacedFirstEventTheUsageChunkAndDone() throws Exception {
     start(UsageVariant.BUG);
-    JsonNode ctx = json(post(context, chat(LONG_PROMPT, "\"max_tokens\":3," + CONTEXT_PARAMS)).body());
+    JsonNode ctx = json(post(prefill, chat(LONG_PROMPT, "\"max_tokens\":3," + CONTEXT_PARAMS)).body());
     HttpResponse<String> response =
-        post(generation, generationBody(ctx, "\"max_tokens\":3,\"stream\":true,\"stream_options\":{}", false));
+        post(decode, generationBody(ctx, "\"max_tokens\":3,\"stream\":true,\"stream_options\":{}", false));
     assertThat(response.headers().firstValue("content-type")).hasValue("text/event-stream; charset=utf-8");
     assertThat(response.headers().firstValue("content-length")).isEmpty();
     assertThat(response.body()).matches("(?s)data: \\{[^\\n]*\\} \\n\\n.*").endsWith("data: [DONE]\n\n");
@@ -120,21 +107,21 @@ class TrtLlmWorkerTest {
   @Test
   void continuousUsageRunsInEveryChunkAndNoStreamOptionsMeansNoUsage() throws Exception {
     start(UsageVariant.BUG);
-    JsonNode ctx = json(post(context, chat(LONG_PROMPT, "\"max_tokens\":3," + CONTEXT_PARAMS)).body());
+    JsonNode ctx = json(post(prefill, chat(LONG_PROMPT, "\"max_tokens\":3," + CONTEXT_PARAMS)).body());
     List<JsonNode> continuous =
-        events(post(generation, generationBody(ctx, "\"max_tokens\":3,\"stream\":true,"
+        events(post(decode, generationBody(ctx, "\"max_tokens\":3,\"stream\":true,"
             + "\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":true}", false)).body());
     assertThat(continuous).extracting(e -> e.path("usage").path("completion_tokens").asLong()).containsExactly(1L, 2L, 3L, 3L);
-    List<JsonNode> bare = events(post(generation, generationBody(ctx, "\"max_tokens\":3,\"stream\":true", false)).body());
+    List<JsonNode> bare = events(post(decode, generationBody(ctx, "\"max_tokens\":3,\"stream\":true", false)).body());
     assertThat(bare).hasSize(3).noneMatch(e -> e.has("usage"));
   }
 
   @Test
   void aRequestWithoutTheWorkersRequestTypeIsRefused() throws Exception {
     start(UsageVariant.BUG);
-    HttpResponse<String> response = post(generation, chat("hello", CONTEXT_PARAMS));
+    HttpResponse<String> response = post(decode, chat("hello", CONTEXT_PARAMS));
     assertThat(response.statusCode()).isEqualTo(400);
     assertThat(json(response.body()).path("message").asText()).contains("generation_only");
-    assertThat(generation.log().completions()).hasSize(1);
+    assertThat(decode.log().completions()).hasSize(1);
   }
 }

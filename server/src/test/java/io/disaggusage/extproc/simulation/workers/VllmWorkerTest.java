@@ -10,30 +10,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** vLLM prefill and decode workers (NIXL) over HTTP (engines.md §2). */
-class VllmWorkerTest {
+class VllmWorkerTest extends WorkerPairTest {
   private static final String PREFILL_PARAMS =
       "\"max_tokens\":1,\"stream\":false,\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,"
           + "\"remote_engine_id\":null,\"remote_block_ids\":null,\"remote_host\":null,\"remote_port\":null}";
   private static final String REQUEST_ID = "0b7e2f1c-3d4a-4e5f-8a9b-0c1d2e3f4a5b";
 
-  private EngineWorker prefill;
-  private EngineWorker decode;
-
-  private void start(UsageVariant variant) throws Exception {
-    prefill = EngineWorker.start(WorkerSpec.of(EngineKind.VLLM, WorkerRole.PREFILL, "127.0.0.1", 0).withVariant(variant));
-    decode = EngineWorker.start(WorkerSpec.of(EngineKind.VLLM, WorkerRole.DECODE, "127.0.0.1", 0).withVariant(variant));
-  }
-
-  @AfterEach
-  void stop() {
-    if (prefill != null) {
-      prefill.close();
-      decode.close();
-    }
+  VllmWorkerTest() {
+    super(EngineKind.VLLM);
   }
 
   /** Prefills twice (the second hits the cache) and returns the second prefill reply. */
@@ -68,7 +55,6 @@ class VllmWorkerTest {
     start(UsageVariant.BUG);
     JsonNode usage = decodeUsage(warmPrefill(), "\"max_tokens\":4");
     assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(usage.path("prompt_tokens").asLong() - 1);
-    stop();
     start(UsageVariant.WHOLE_PROMPT_BUG);
     JsonNode whole = decodeUsage(warmPrefill(), "\"max_tokens\":4");
     assertThat(whole.path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(whole.path("prompt_tokens").asLong());
