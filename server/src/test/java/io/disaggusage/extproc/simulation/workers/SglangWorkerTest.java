@@ -101,4 +101,17 @@ class SglangWorkerTest extends WorkerPairTest {
     HttpResponse<String> oneRoomMissing = post(decode, body("127.0.0.1", "[23]", "\"n\":2"));
     assertThat(oneRoomMissing.statusCode()).isEqualTo(400);
   }
+
+  /** sglang-router sends host, port and room as arrays of n for n > 1; a wrong host in any fails the request. */
+  @Test
+  void perChoiceArraysOfHostPortAndRoom() throws Exception {
+    start(UsageVariant.FIXED, Duration.ZERO);
+    int port = prefill.bootstrapPort().orElseThrow();
+    String arrays = "\"n\":2,\"bootstrap_host\":[\"127.0.0.1\",\"127.0.0.1\"],\"bootstrap_port\":[" + port + "," + port + "]";
+    List<HttpResponse<String>> legs = dispatch(chat(LONG_PROMPT, arrays + ",\"bootstrap_room\":[31,32]"));
+    assertThat(legs.get(1).statusCode()).isEqualTo(200);
+    assertThat(json(legs.get(1).body()).path("choices")).hasSize(2);
+    String oneWrong = arrays.replace("[\"127.0.0.1\",\"127.0.0.1\"]", "[\"127.0.0.1\",\"127.0.0.2\"]");
+    assertThat(dispatch(chat(LONG_PROMPT, oneWrong + ",\"bootstrap_room\":[33,34]")).get(1).statusCode()).isEqualTo(500);
+  }
 }
