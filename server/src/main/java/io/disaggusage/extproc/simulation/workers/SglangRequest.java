@@ -15,7 +15,7 @@ import java.util.List;
  *
  * @param rooms one per choice, or one for all
  */
-record SglangRequest(JsonNode body, String model, int[] prompt, AnswerShape shape, List<Room> rooms) {
+record SglangRequest(String model, int[] prompt, AnswerShape shape, List<Room> rooms) {
 
   /**
    * One room and where its prefill's bootstrap listener is.
@@ -42,7 +42,7 @@ record SglangRequest(JsonNode body, String model, int[] prompt, AnswerShape shap
       JsonNode port = ports.get(ids.size() == ports.size() ? i : 0);
       rooms.add(new Room(id.asLong(), host.isTextual() ? host.asText() : null, port.canConvertToInt() ? port.asInt() : null));
     }
-    return new SglangRequest(body, body.path("model").asText(""), prompt, shape, List.copyOf(rooms));
+    return new SglangRequest(body.path("model").asText(""), prompt, shape, List.copyOf(rooms));
   }
 
   /** The field's value, or its array's values, which must then be {@code count}. */
