@@ -76,12 +76,17 @@ class VllmWorkerTest extends WorkerPairTest {
   }
 
   @Test
-  void streamsUsageOnlyWhenAskedAndContinuousUsageInEveryChunk() throws Exception {
+  void streamsUsageOnlyWithStreamOptionsAndContinuousUsageInEveryChunk() throws Exception {
     start(UsageVariant.BUG);
     JsonNode prefilled = warmPrefill();
     String params = "\"kv_transfer_params\":" + prefilled.path("kv_transfer_params");
-    List<JsonNode> bare = events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true,\"stream_options\":{}")).body());
+    List<JsonNode> bare = events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true")).body());
     assertThat(bare).hasSize(3).noneMatch(e -> e.has("usage"));
+    List<JsonNode> optionsOnly =
+        events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true,\"stream_options\":{}")).body());
+    assertThat(optionsOnly.get(optionsOnly.size() - 1).path("usage").path("completion_tokens").asLong())
+        .as("StreamOptions.include_usage defaults to true once stream_options is sent")
+        .isEqualTo(2);
     assertThat(bare.get(0).path("choices").path(0).path("delta").toString()).isEqualTo("{\"role\":\"assistant\",\"content\":\"\"}");
     List<JsonNode> continuous =
         events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true,"
