@@ -4,6 +4,7 @@ import io.disaggusage.extproc.cli.ConfigOptions;
 import io.disaggusage.extproc.cli.DemoCommand;
 import io.disaggusage.extproc.cli.ReplayCommand;
 import io.disaggusage.extproc.cli.SandboxCommand;
+import io.disaggusage.extproc.cli.WorkersCommand;
 import io.disaggusage.extproc.cli.Signals;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
@@ -44,7 +45,7 @@ import picocli.CommandLine.Spec;
       "Envoy ext_proc service that corrects OpenAI token usage in prefill/decode disaggregated serving.",
       "Without a subcommand, runs the server until SIGTERM or SIGINT."
     },
-    subcommands = {DemoCommand.class, ReplayCommand.class, SandboxCommand.class},
+    subcommands = {DemoCommand.class, ReplayCommand.class, SandboxCommand.class, WorkersCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:clean shutdown (or --help, --version, --print-config)",

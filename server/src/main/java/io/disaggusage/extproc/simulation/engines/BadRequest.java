@@ -14,9 +14,14 @@ public final class BadRequest extends Exception {
 
   /** The 400 response. */
   public WorkerReply reply() {
+    return errorReply(400, "BadRequestError", getMessage());
+  }
+
+  /** An engine's OpenAI error object answer, e.g. a 500 {@code InternalServerError}. */
+  public static WorkerReply errorReply(int status, String type, String message) {
     ObjectNode error = OpenAiWire.JSON.createObjectNode();
-    error.put("object", "error").put("message", getMessage()).put("type", "BadRequestError").putNull("param");
-    error.put("code", 400);
-    return new WorkerReply(400, OpenAiWire.JSON_TYPE, OpenAiWire.bytes(error), new TokenCounts(0, 0, 0));
+    error.put("object", "error").put("message", message).put("type", type).putNull("param");
+    error.put("code", status);
+    return new WorkerReply(status, OpenAiWire.JSON_TYPE, OpenAiWire.bytes(error), new TokenCounts(0, 0, 0));
   }
 }

@@ -10,15 +10,18 @@ import java.util.Map;
 /**
  * What both simulated families' workers do alike: read the chat request, prefill the prompt through the
  * context worker's prefix cache and report that truthfully, and answer on the generation worker with the
- * family's wrong cached count. Subclasses supply the family's markers, ids, handoff fields and stream
- * style. A request a worker cannot read gets an HTTP 400 like the engines answer.
+ * family's cached count for the {@link UsageVariant} (the bug, or the fixed release's count). Subclasses
+ * supply the family's markers, ids, handoff fields and stream style. A request a worker cannot read gets
+ * an HTTP 400 like the engines answer.
  */
 abstract class SimulatedEngine implements DisaggEngine {
   final WordTokenizer tokenizer = new WordTokenizer();
+  final UsageVariant variant;
   private final PrefixCache contextCache;
 
-  SimulatedEngine(PrefixCache contextCache) {
+  SimulatedEngine(PrefixCache contextCache, UsageVariant variant) {
     this.contextCache = contextCache;
+    this.variant = variant;
   }
 
   /** Refuses a request that is not a context call of this family. */
@@ -30,11 +33,20 @@ abstract class SimulatedEngine implements DisaggEngine {
   /** The {@code id} of a response to {@code call}. */
   abstract String responseId(WorkerCall call, JsonNode request, boolean context);
 
-  /** Adds what the orchestrator hands from the context reply to the generation call. */
-  abstract void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt);
+  /**
+   * Adds what the orchestrator hands from the context reply to the generation call.
+   *
+   * @param cached the context worker's own prefix-cache count
+   */
+  abstract void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt, int cached);
 
-  /** The cached count the generation worker reports for a transferred prompt: the bug. */
-  abstract long reportedCached(int prompt);
+  /** The cached count the generation worker reports for a transferred prompt of {@code prompt} tokens. */
+  abstract long reportedCached(JsonNode request, int prompt);
+
+  /** The prompt count the generation worker reports; its own count unless the fix takes the context's. */
+  long reportedPrompt(JsonNode request, int prompt) {
+    return prompt;
+  }
 
   abstract OpenAiWire.Style style();
 
@@ -54,7 +66,7 @@ abstract class SimulatedEngine implements DisaggEngine {
           OpenAiWire.chatCompletion(
               responseId(call, request, true), request.path("model").asText(),
               OpenAiWire.answerPieces(tokenizer, 1).get(0), "length", OpenAiWire.usage(prompt.length, 1, cached));
-      addHandoff(reply, call, request, prompt);
+      addHandoff(reply, call, request, prompt, cached);
       return new WorkerReply(200, OpenAiWire.JSON_TYPE, OpenAiWire.bytes(reply), new TokenCounts(prompt.length, cached, 1));
     } catch (BadRequest e) {
       return e.reply();
@@ -67,12 +79,12 @@ abstract class SimulatedEngine implements DisaggEngine {
       ObjectNode request = OpenAiWire.parseRequest(call.body());
       requireGenerationCall(request);
       int prompt = generationPrompt(request);
-      List<String> pieces = OpenAiWire.answerPieces(tokenizer, request.path("max_tokens").asInt(16));
+      AnswerShape shape = AnswerShape.of(request);
+      List<String> pieces = OpenAiWire.answerPieces(tokenizer, shape.maxTokens());
       return OpenAiWire.answer(
           style(), responseId(call, request, false), request.path("model").asText(), pieces,
-          OpenAiWire.finishReason(tokenizer, pieces.size()),
-          OpenAiWire.usage(prompt, pieces.size(), reportedCached(prompt)), request.path("stream").asBoolean(),
-          new TokenCounts(prompt, 0, pieces.size()));
+          OpenAiWire.finishReason(tokenizer, pieces.size()), reportedPrompt(request, prompt),
+          reportedCached(request, prompt), shape, new TokenCounts(prompt, 0, (long) pieces.size() * shape.choices()));
     } catch (BadRequest e) {
       return e.reply();
     }

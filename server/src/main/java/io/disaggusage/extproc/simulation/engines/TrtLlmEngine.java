@@ -2,6 +2,7 @@ package io.disaggusage.extproc.simulation.engines;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Base64;
 import java.util.List;
@@ -13,8 +14,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code disaggregated_params.request_type} ({@code context_only} / {@code generation_only}) and an int64
  * {@code disagg_request_id}, and schedules context-first ({@code schedule_style} 0: the generation request
  * carries the context reply's handoff and {@code prompt_token_ids}) or generation-first (1: both calls up
- * front). Request bodies are JSON (the JSON transport; newer releases send msgpack). The generation
- * worker reports the whole transferred prompt as cached (engines.md §1.5).
+ * front). Request bodies are JSON (the JSON transport; newer releases send msgpack). With
+ * {@link UsageVariant#BUG} the generation worker reports the whole transferred prompt as cached
+ * (engines.md §1.5); with {@link UsageVariant#FIXED} it takes {@code prompt_tokens} and
+ * {@code cached_tokens} from the {@code disaggregated_params.ctx_usage} the orchestrator forwards
+ * (#14177), and without one reports as the bug does (the generation-first aux-buffer path of #15246 is
+ * not simulated).
  */
 public final class TrtLlmEngine extends SimulatedEngine {
   /** A snowflake-style id far above 2^53, as the orchestrator's global ids are: exact int64 or nothing. */
@@ -23,7 +28,14 @@ public final class TrtLlmEngine extends SimulatedEngine {
   private final AtomicLong nextRequestId = new AtomicLong(FIRST_REQUEST_ID);
 
   public TrtLlmEngine(PrefixCache contextCache) {
-    super(contextCache);
+    this(contextCache, UsageVariant.BUG);
+  }
+
+  public TrtLlmEngine(PrefixCache contextCache, UsageVariant variant) {
+    super(contextCache, variant);
+    if (variant == UsageVariant.WHOLE_PROMPT_BUG) {
+      throw new IllegalArgumentException("TensorRT-LLM's bug already counts the whole prompt: use bug");
+    }
   }
 
   @Override
@@ -58,6 +70,10 @@ public final class TrtLlmEngine extends SimulatedEngine {
       JsonNode reply = read(contextReply.body());
       body.set("prompt_token_ids", reply.path("prompt_token_ids"));
       params = ((ObjectNode) reply.path("choices").path(0).path("disaggregated_params")).deepCopy();
+      if (variant == UsageVariant.FIXED) {
+        // releases with #14177 forward the context usage for the generation worker to report
+        params.set("ctx_usage", reply.path("usage"));
+      }
     } else {
       params = OpenAiWire.JSON.createObjectNode();
       long requestId = read(contextCall.body()).path("disaggregated_params").path("disagg_request_id").asLong();
@@ -91,7 +107,7 @@ public final class TrtLlmEngine extends SimulatedEngine {
   }
 
   @Override
-  void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt) {
+  void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt, int cached) {
     long requestId = request.path("disaggregated_params").path("disagg_request_id").asLong();
     ObjectNode handoff = ((ObjectNode) reply.path("choices").get(0)).putObject("disaggregated_params");
     handoff.put("request_type", "context_only");
@@ -113,10 +129,28 @@ public final class TrtLlmEngine extends SimulatedEngine {
     return ids.isArray() ? ids.size() : super.generationPrompt(request);
   }
 
-  /** The KV received from the context worker is counted as a prefix-cache hit, all of it. */
+  /**
+   * Bug: the KV received from the context worker is counted as a prefix-cache hit, all of it. Fixed:
+   * the context worker's count from {@code ctx_usage} (absent counts as 0, as the fix reads it).
+   */
   @Override
-  long reportedCached(int prompt) {
-    return prompt;
+  long reportedCached(JsonNode request, int prompt) {
+    JsonNode ctxUsage = ctxUsage(request);
+    return ctxUsage.isObject() ? ctxUsage.path("prompt_tokens_details").path("cached_tokens").asLong(0) : prompt;
+  }
+
+  /** Fixed: the context worker's {@code prompt_tokens}, as {@code rewrite_usage_info_from_ctx} takes it. */
+  @Override
+  long reportedPrompt(JsonNode request, int prompt) {
+    JsonNode ctxUsage = ctxUsage(request);
+    return ctxUsage.isObject() ? ctxUsage.path("prompt_tokens").asLong(prompt) : prompt;
+  }
+
+  /** The forwarded context usage the fixed release reads; missing for the bug variant. */
+  private JsonNode ctxUsage(JsonNode request) {
+    return variant == UsageVariant.FIXED
+        ? request.path("disaggregated_params").path("ctx_usage")
+        : MissingNode.getInstance();
   }
 
   @Override

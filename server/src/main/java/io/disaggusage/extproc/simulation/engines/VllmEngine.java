@@ -13,16 +13,26 @@ import java.util.concurrent.atomic.AtomicLong;
  * like it): the same {@code X-Request-Id} on both calls; the prefill call is the client's body capped
  * to one token, not streamed, with {@code kv_transfer_params.do_remote_decode: true}; the decode call is
  * the client's body plus the prefill reply's {@code kv_transfer_params} ({@code do_remote_prefill: true}).
- * Strictly context-first. The decode worker reports {@code prompt_tokens - 1} as cached, as vLLM does
- * with the NIXL connector (the last prompt token is recomputed there; engines.md §2.2).
+ * Strictly context-first. With {@link UsageVariant#BUG} the decode worker reports
+ * {@code prompt_tokens - 1} as cached, as vLLM does with the NIXL connector (the last prompt token is
+ * recomputed there; engines.md §2.2, #43370); {@link UsageVariant#WHOLE_PROMPT_BUG} reports the whole
+ * prompt (#47136); {@link UsageVariant#FIXED} is #54222: the prefill returns
+ * {@code remote_prefill_cached_tokens} in its {@code kv_transfer_params} and the decode reports it when
+ * the proxy forwarded it (else the NIXL count, as vLLM falls back).
  */
 public final class VllmEngine extends SimulatedEngine {
   private static final String REQUEST_ID = "x-request-id";
+  /** The prefill's own cached count in its returned {@code kv_transfer_params} (#54222). */
+  private static final String REMOTE_CACHED = "remote_prefill_cached_tokens";
 
   private final AtomicLong nextRequest = new AtomicLong();
 
   public VllmEngine(PrefixCache prefillCache) {
-    super(prefillCache);
+    this(prefillCache, UsageVariant.BUG);
+  }
+
+  public VllmEngine(PrefixCache prefillCache, UsageVariant variant) {
+    super(prefillCache, variant);
   }
 
   @Override
@@ -83,7 +93,7 @@ public final class VllmEngine extends SimulatedEngine {
 
   /** The connector's parameters the decode worker pulls the KV blocks with. */
   @Override
-  void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt) {
+  void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt, int cached) {
     ObjectNode params = reply.putObject("kv_transfer_params");
     params.put("do_remote_prefill", true).put("do_remote_decode", false);
     var blocks = params.putArray("remote_block_ids");
@@ -92,12 +102,20 @@ public final class VllmEngine extends SimulatedEngine {
     }
     params.put("remote_engine_id", "prefill-engine-0").put("remote_request_id", call.headers().getOrDefault(REQUEST_ID, ""));
     params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1);
+    if (variant == UsageVariant.FIXED) {
+      params.put(REMOTE_CACHED, cached);
+    }
   }
 
-  /** Every transferred prompt token but the recomputed last one counts as a cache hit. */
   @Override
-  long reportedCached(int prompt) {
-    return prompt - 1L;
+  long reportedCached(JsonNode request, int prompt) {
+    JsonNode forwarded = request.path("kv_transfer_params").path(REMOTE_CACHED);
+    return switch (variant) {
+      case FIXED -> forwarded.isIntegralNumber() ? forwarded.asLong() : prompt - 1L;
+      case WHOLE_PROMPT_BUG -> prompt;
+      // every transferred prompt token but the recomputed last one counts as a cache hit
+      case BUG -> prompt - 1L;
+    };
   }
 
   @Override

@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.simulation.sandbox;
 
 import io.disaggusage.extproc.simulation.engines.DisaggEngine;
+import io.disaggusage.extproc.simulation.workers.EngineKind;
 
 /**
  * A simulated engine family in the sandbox: its workers, its orchestrator's flow and the names of its
@@ -17,6 +18,11 @@ record Family(String key, int index, DisaggEngine engine) {
     if (index < 0 || index >= MAX) {
       throw new IllegalArgumentException("family index " + index + ": the sandbox has room for " + MAX);
     }
+  }
+
+  /** The engine whose workers the family runs. */
+  EngineKind kind() {
+    return EngineKind.fromLabel(key);
   }
 
   /** The Envoy cluster of this family's {@code leg} workers, e.g. {@code trtllm_context}. */

@@ -3,8 +3,6 @@ package io.disaggusage.extproc.simulation.sandbox;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.disaggusage.extproc.runtime.StartupException;
-import io.disaggusage.extproc.simulation.engines.WorkerReply;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.BindException;
@@ -13,14 +11,14 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executor;
 
-/** The sandbox's HTTP servers (workers and orchestrators): the JDK's server, on loopback only. */
+/** The sandbox's orchestrators' HTTP servers: the JDK's server, on loopback only. */
 final class LoopbackHttp {
-  /** The path every worker and orchestrator serves, as the engines do. */
+  /** The path every orchestrator serves, as the engines' do. */
   static final String CHAT_COMPLETIONS = "/v1/chat/completions";
 
   private LoopbackHttp() {}
 
-  /** What a worker or an orchestrator does with a POSTed chat completion. */
+  /** What an orchestrator does with a POSTed chat completion. */
   @FunctionalInterface
   interface PostHandler {
     void post(HttpExchange exchange, byte[] body) throws IOException;
@@ -56,30 +54,6 @@ final class LoopbackHttp {
     }
   }
 
-  /**
-   * Sends {@code reply}: an event stream one event per write, each flushed (a chunk of its own, as the
-   * engines' servers send them) after {@code eventPause}; anything else in one piece with its length.
-   */
-  static void send(HttpExchange exchange, WorkerReply reply, long eventPauseMillis) throws IOException {
-    exchange.getResponseHeaders().set("content-type", reply.contentType());
-    byte[] body = reply.body();
-    if (!reply.contentType().startsWith("text/event-stream")) {
-      exchange.sendResponseHeaders(reply.status(), body.length == 0 ? -1 : body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-      return;
-    }
-    exchange.sendResponseHeaders(reply.status(), 0);
-    try (OutputStream out = exchange.getResponseBody()) {
-      for (byte[] event : Chunking.sseEvents().split(body)) {
-        pause(eventPauseMillis);
-        out.write(event);
-        out.flush();
-      }
-    }
-  }
-
   /** A plain-text error answer (the sandbox's own failures, never a worker's). */
   static void sendError(HttpExchange exchange, int status, String message) throws IOException {
     byte[] body = (message + "\n").getBytes(StandardCharsets.UTF_8);
@@ -87,18 +61,6 @@ final class LoopbackHttp {
     exchange.sendResponseHeaders(status, body.length);
     try (OutputStream out = exchange.getResponseBody()) {
       out.write(body);
-    }
-  }
-
-  private static void pause(long millis) throws IOException {
-    if (millis <= 0) {
-      return;
-    }
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted while streaming", e);
     }
   }
 }

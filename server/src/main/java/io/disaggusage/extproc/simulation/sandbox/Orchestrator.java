@@ -7,6 +7,7 @@ import io.disaggusage.extproc.simulation.engines.DisaggEngine;
 import io.disaggusage.extproc.simulation.engines.ScheduleOrder;
 import io.disaggusage.extproc.simulation.engines.WorkerCall;
 import io.disaggusage.extproc.simulation.engines.WorkerReply;
+import io.disaggusage.extproc.simulation.workers.ReplyWriter;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -51,7 +52,7 @@ final class Orchestrator implements LoopbackHttp.PostHandler {
     try {
       request = ClientRequest.fromJson(body, SeedRequest.MODEL, DEFAULT_MAX_TOKENS);
     } catch (BadRequest e) {
-      LoopbackHttp.send(exchange, e.reply(), 0);
+      ReplyWriter.send(exchange, e.reply(), Duration.ZERO);
       return;
     }
     try {
@@ -73,7 +74,7 @@ final class Orchestrator implements LoopbackHttp.PostHandler {
     WorkerReply contextReply = WorkerReply.received(context.statusCode(), contentType(context), context.body());
     if (context.statusCode() != 200) {
       // as the orchestrators do: a failed context call is the client's answer
-      LoopbackHttp.send(exchange, contextReply, 0);
+      ReplyWriter.send(exchange, contextReply, Duration.ZERO);
       return;
     }
     WorkerCall generationCall = engine.generationCall(request, ScheduleOrder.CONTEXT_FIRST, contextCall, contextReply);

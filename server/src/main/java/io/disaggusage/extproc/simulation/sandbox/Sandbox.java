@@ -11,6 +11,9 @@ import io.disaggusage.extproc.simulation.engines.PrefixCache;
 import io.disaggusage.extproc.simulation.engines.TrtLlmEngine;
 import io.disaggusage.extproc.simulation.engines.VllmEngine;
 import io.disaggusage.extproc.simulation.sandbox.SandboxBootstrap.ClusterSpec;
+import io.disaggusage.extproc.simulation.workers.EngineWorker;
+import io.disaggusage.extproc.simulation.workers.WorkerRole;
+import io.disaggusage.extproc.simulation.workers.WorkerSpec;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
@@ -34,16 +37,21 @@ import java.util.stream.Collectors;
 
 /**
  * Everything the {@code sandbox} command runs: the service (the real server: ext_proc gRPC and admin
- * HTTP, on loopback), simulated TensorRT-LLM and vLLM context and generation workers over HTTP, a real
+ * HTTP, on loopback), simulated TensorRT-LLM and vLLM context and generation workers ({@link EngineWorker}), a real
  * Envoy child process on a bootstrap derived from the shipped one, and per family two orchestrators, one
  * calling the workers through Envoy listeners with the ext_proc filter and one through copies without
  * it. Started in that order (each needs the ports of the ones before), stopped in reverse.
  */
 public final class Sandbox implements AutoCloseable {
-  /** Blocks each context worker's prefix cache holds: far more than a user's requests fill. */
-  private static final int CACHE_BLOCKS = 4096;
-
   private static final Duration ENVOY_READY_TIMEOUT = Duration.ofSeconds(30);
+
+  /**
+   * A decode worker emits its tokens over time: a pause before each event makes a stream visibly
+   * stream with {@code curl -N}, and keeps its events in separate chunks on the way through Envoy.
+   */
+  private static final Duration EVENT_PAUSE = Duration.ofMillis(15);
+
+  private static final String LOOPBACK = "127.0.0.1";
 
   private final List<Family> families;
   private final Map<Family, Map<Passage, URI>> orchestrators = new HashMap<>();
@@ -68,10 +76,11 @@ public final class Sandbox implements AutoCloseable {
   private List<String> startupProblems = List.of();
 
   private Sandbox() {
+    // the families' engines only build the orchestrators' calls: the workers hold the prefix caches
     families =
         List.of(
-            new Family("trtllm", 0, new TrtLlmEngine(new PrefixCache(PrefixCache.DEFAULT_BLOCK_TOKENS, CACHE_BLOCKS))),
-            new Family("vllm", 1, new VllmEngine(new PrefixCache(PrefixCache.DEFAULT_BLOCK_TOKENS, CACHE_BLOCKS))));
+            new Family("trtllm", 0, new TrtLlmEngine(new PrefixCache(PrefixCache.DEFAULT_BLOCK_TOKENS, 1))),
+            new Family("vllm", 1, new VllmEngine(new PrefixCache(PrefixCache.DEFAULT_BLOCK_TOKENS, 1))));
     started.push(handlers::shutdownNow);
   }
 
@@ -114,11 +123,8 @@ public final class Sandbox implements AutoCloseable {
     List<ClusterSpec> workers = new ArrayList<>();
     for (Family family : families) {
       for (Leg leg : Leg.values()) {
-        WorkerHandler handler =
-            new WorkerHandler(leg == Leg.CONTEXT ? family.engine()::context : family.engine()::generation);
-        HttpServer worker =
-            startServer(family.engine().name() + " " + leg.label() + " worker", ports.worker(family, leg), handler);
-        workers.add(new ClusterSpec(family.cluster(leg), leg, worker.getAddress().getPort()));
+        EngineWorker worker = startWorker(family, leg, ports.worker(family, leg));
+        workers.add(new ClusterSpec(family.cluster(leg), leg, worker.port()));
       }
     }
     workDir = Files.createTempDirectory("disagg-usage-sandbox-");
@@ -179,6 +185,22 @@ public final class Sandbox implements AutoCloseable {
 
   private static Setting setting(String key, String value) {
     return new Setting(key, value, "sandbox");
+  }
+
+  /** The engine worker the shared simulation runs, on loopback, streaming visibly slowly. */
+  private EngineWorker startWorker(Family family, Leg leg, int port) throws StartupException {
+    WorkerSpec spec =
+        WorkerSpec.of(family.kind(), leg == Leg.CONTEXT ? WorkerRole.PREFILL : WorkerRole.DECODE, LOOPBACK, port)
+            .withModel(SeedRequest.MODEL)
+            .withTokenDelay(EVENT_PAUSE);
+    EngineWorker worker;
+    try {
+      worker = EngineWorker.start(spec);
+    } catch (StartupException e) {
+      throw new StartupException(e.getMessage() + "; choose other ports with --port-base", e);
+    }
+    started.push(worker);
+    return worker;
   }
 
   private HttpServer startServer(String role, int port, LoopbackHttp.PostHandler handler) throws StartupException {
