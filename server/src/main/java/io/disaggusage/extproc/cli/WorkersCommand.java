@@ -163,8 +163,8 @@ public final class WorkersCommand implements Callable<Integer> {
   }
 
   private int port(String option, int port) {
-    if (port < 1 || port > 65_535) {
-      throw invalid(option + ": " + port + ": expected a port from 1 to 65535");
+    if (port < 0 || port > 65_535) {
+      throw invalid(option + ": " + port + ": expected a port from 1 to 65535, or 0 for any free one");
     }
     return port;
   }

@@ -15,12 +15,10 @@ public record AnswerShape(int choices, int maxTokens, boolean stream, boolean in
 
   /**
    * The shape {@code request} asks for. {@code max_completion_tokens} wins over {@code max_tokens}, as
-   * the engines read them.
-   *
-   * @param usageWhenOptionsGiven TensorRT-LLM's {@code StreamOptions} defaults {@code include_usage} to
-   *     true once the client sends {@code stream_options} at all; vLLM's and SGLang's default to false
+   * the engines read them. Once the client sends {@code stream_options} at all, {@code include_usage}
+   * defaults to true: the engines' {@code StreamOptions} models (TensorRT-LLM, vLLM, SGLang) say so.
    */
-  public static AnswerShape of(JsonNode request, boolean usageWhenOptionsGiven) throws BadRequest {
+  public static AnswerShape of(JsonNode request) throws BadRequest {
     JsonNode limit = request.has("max_completion_tokens") ? request.get("max_completion_tokens") : request.path("max_tokens");
     if (!limit.isMissingNode() && !limit.isNull() && !(limit.canConvertToInt() && limit.asInt() > 0)) {
       throw new BadRequest("max_tokens: expected a positive integer");
@@ -30,7 +28,7 @@ public record AnswerShape(int choices, int maxTokens, boolean stream, boolean in
       throw new BadRequest("n: expected a positive integer");
     }
     JsonNode options = request.path("stream_options");
-    boolean includeUsage = options.path("include_usage").asBoolean(usageWhenOptionsGiven && options.isObject());
+    boolean includeUsage = options.path("include_usage").asBoolean(options.isObject());
     return new AnswerShape(
         n.asInt(1),
         limit.asInt(DEFAULT_MAX_TOKENS),

@@ -50,9 +50,6 @@ abstract class SimulatedEngine implements DisaggEngine {
 
   abstract OpenAiWire.Style style();
 
-  /** Whether a stream carries the usage chunk once the client sends {@code stream_options} at all. */
-  abstract boolean usageWhenOptionsGiven();
-
   /** The prompt tokens the generation worker counts; the chat prompt unless the family sends ids. */
   int generationPrompt(JsonNode request) throws BadRequest {
     return tokenizer.encodeChat(OpenAiWire.messages(request)).length;
@@ -82,7 +79,7 @@ abstract class SimulatedEngine implements DisaggEngine {
       ObjectNode request = OpenAiWire.parseRequest(call.body());
       requireGenerationCall(request);
       int prompt = generationPrompt(request);
-      AnswerShape shape = AnswerShape.of(request, usageWhenOptionsGiven());
+      AnswerShape shape = AnswerShape.of(request);
       List<String> pieces = OpenAiWire.answerPieces(tokenizer, shape.maxTokens());
       return OpenAiWire.answer(
           style(), responseId(call, request, false), request.path("model").asText(), pieces,

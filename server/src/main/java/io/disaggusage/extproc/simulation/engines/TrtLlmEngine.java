@@ -154,11 +154,6 @@ public final class TrtLlmEngine extends SimulatedEngine {
   }
 
   @Override
-  boolean usageWhenOptionsGiven() {
-    return true;
-  }
-
-  @Override
   OpenAiWire.Style style() {
     return OpenAiWire.Style.TRTLLM;
   }

@@ -119,11 +119,6 @@ public final class VllmEngine extends SimulatedEngine {
   }
 
   @Override
-  boolean usageWhenOptionsGiven() {
-    return false;
-  }
-
-  @Override
   OpenAiWire.Style style() {
     return OpenAiWire.Style.VLLM;
   }

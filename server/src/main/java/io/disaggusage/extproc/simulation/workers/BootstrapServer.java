@@ -31,7 +31,7 @@ final class BootstrapServer implements AutoCloseable {
    * How long a decode's question waits for the room: the router sends both requests at once, so the
    * decode may ask before the prefill has run.
    */
-  static final Duration ROOM_WAIT = Duration.ofSeconds(3);
+  static final Duration ROOM_WAIT = Duration.ofSeconds(2);
 
   private final Map<Long, CompletableFuture<PrefilledRoom>> rooms = new ConcurrentHashMap<>();
   private final HttpServer server;

@@ -33,16 +33,18 @@ final class SglangDecodeHandler implements CompletionHandler {
     SglangRequest request;
     try {
       request = SglangRequest.parse(recorded.body(), tokenizer);
-      if (request.bootstrapHost() == null || request.bootstrapPort() == null) {
-        throw new BadRequest("bootstrap_host and bootstrap_port: a decode worker needs the prefill's bootstrap address");
+      for (SglangRequest.Room room : request.rooms()) {
+        if (room.host() == null || room.port() == null) {
+          throw new BadRequest("bootstrap_host and bootstrap_port: a decode worker needs the prefill's bootstrap address");
+        }
       }
     } catch (BadRequest e) {
       return e.reply();
     }
     PrefilledRoom prefilled = null;
     try {
-      for (long room : request.rooms()) {
-        prefilled = bootstrap.fetch(request.bootstrapHost(), request.bootstrapPort(), room);
+      for (SglangRequest.Room room : request.rooms()) {
+        prefilled = bootstrap.fetch(room.host(), room.port(), room.id());
       }
     } catch (BootstrapClient.HandoverFailed e) {
       return BootstrapServer.error(500, e.getMessage());

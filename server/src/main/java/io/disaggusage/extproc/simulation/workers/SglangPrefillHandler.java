@@ -29,8 +29,8 @@ final class SglangPrefillHandler implements CompletionHandler {
     try {
       SglangRequest request = SglangRequest.parse(recorded.body(), tokenizer);
       int cached = cache.prefill(request.prompt());
-      for (long room : request.rooms()) {
-        bootstrap.register(room, new PrefilledRoom(request.prompt().length, cached));
+      for (SglangRequest.Room room : request.rooms()) {
+        bootstrap.register(room.id(), new PrefilledRoom(request.prompt().length, cached));
       }
       List<String> pieces = OpenAiWire.answerPieces(tokenizer, 1);
       return OpenAiWire.answer(

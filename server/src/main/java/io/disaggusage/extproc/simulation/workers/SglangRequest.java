@@ -10,39 +10,57 @@ import java.util.List;
 
 /**
  * A chat completion as the SGLang router sends it to both workers: the client's body plus
- * {@code bootstrap_host}, {@code bootstrap_port} and {@code bootstrap_room} (one room, or an array of
- * them, one per choice, when {@code n > 1}).
+ * {@code bootstrap_host}, {@code bootstrap_port} and {@code bootstrap_room}, each one value, or (as the
+ * router sends them for {@code n > 1}) an array of exactly one value per choice.
  *
- * @param bootstrapPort null when the router sent none
+ * @param rooms one per choice, or one for all
  */
-record SglangRequest(
-    JsonNode body, String model, int[] prompt, AnswerShape shape, String bootstrapHost, Integer bootstrapPort,
-    List<Long> rooms) {
+record SglangRequest(String model, int[] prompt, AnswerShape shape, List<Room> rooms) {
+
+  /**
+   * One room and where its prefill's bootstrap listener is.
+   *
+   * @param host null when the router sent none
+   * @param port null when the router sent none
+   */
+  record Room(long id, String host, Integer port) {}
 
   static SglangRequest parse(byte[] bytes, WordTokenizer tokenizer) throws BadRequest {
     JsonNode body = OpenAiWire.parseRequest(bytes);
     int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(body));
-    AnswerShape shape = AnswerShape.of(body, false);
-    JsonNode room = body.path("bootstrap_room");
-    List<Long> rooms = new ArrayList<>();
-    for (JsonNode r : room.isArray() ? room : List.of(room)) {
-      if (!r.isIntegralNumber() || !r.canConvertToLong() || r.asLong() < 0) {
+    AnswerShape shape = AnswerShape.of(body);
+    List<JsonNode> ids = perChoice(body, "bootstrap_room", shape.choices());
+    List<JsonNode> hosts = perChoice(body, "bootstrap_host", ids.size());
+    List<JsonNode> ports = perChoice(body, "bootstrap_port", ids.size());
+    List<Room> rooms = new ArrayList<>();
+    for (int i = 0; i < ids.size(); i++) {
+      JsonNode id = ids.get(i);
+      if (!id.isIntegralNumber() || !id.canConvertToLong() || id.asLong() < 0) {
         throw new BadRequest("bootstrap_room: expected a non-negative int64 or an array of them");
       }
-      rooms.add(r.asLong());
+      JsonNode host = hosts.get(ids.size() == hosts.size() ? i : 0);
+      JsonNode port = ports.get(ids.size() == ports.size() ? i : 0);
+      rooms.add(new Room(id.asLong(), host.isTextual() ? host.asText() : null, port.canConvertToInt() ? port.asInt() : null));
     }
-    if (rooms.size() != 1 && rooms.size() != shape.choices()) {
-      throw new BadRequest("bootstrap_room: expected one room per choice (n=" + shape.choices() + ")");
+    return new SglangRequest(body.path("model").asText(""), prompt, shape, List.copyOf(rooms));
+  }
+
+  /** The field's value, or its array's values, which must then be {@code count}. */
+  private static List<JsonNode> perChoice(JsonNode body, String field, int count) throws BadRequest {
+    JsonNode value = body.path(field);
+    if (!value.isArray()) {
+      return List.of(value);
     }
-    JsonNode host = body.path("bootstrap_host");
-    JsonNode port = body.path("bootstrap_port");
-    return new SglangRequest(
-        body, body.path("model").asText(""), prompt, shape, host.isTextual() ? host.asText() : null,
-        port.canConvertToInt() ? port.asInt() : null, List.copyOf(rooms));
+    if (value.size() != count) {
+      throw new BadRequest(field + ": expected an array of one value per choice (" + count + ")");
+    }
+    List<JsonNode> values = new ArrayList<>();
+    value.forEach(values::add);
+    return values;
   }
 
   /** SGLang names a response after its request id; the first room stands in for the random rid. */
   String responseId() {
-    return "chatcmpl-" + Long.toHexString(rooms.get(0));
+    return "chatcmpl-" + Long.toHexString(rooms.get(0).id());
   }
 }
