@@ -1,6 +1,7 @@
 """Calls an OpenAI-compatible or Anthropic endpoint with the official Python SDK and prints, as one JSON
-line, the usage the SDK parsed. Usage: sdk_client.py BASE_URL API STREAM [PROMPT], API in chat, completions,
-responses, messages; STREAM in true/false; PROMPT the user message (a fixed question when absent). Any SDK
+line, the usage the SDK parsed. Usage: sdk_client.py BASE_URL API STREAM [PROMPT [HEADERS]], API in chat,
+completions, responses, messages; STREAM in true/false; PROMPT the user message (a fixed question when
+absent); HEADERS a JSON object of extra request headers (e.g. llm-d's x-prefiller-host-port). Any SDK
 error exits non-zero with the error on stderr."""
 import json
 import sys
@@ -8,11 +9,12 @@ import sys
 base_url, api, stream = sys.argv[1], sys.argv[2], sys.argv[3] == "true"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 PROMPT = sys.argv[4] if len(sys.argv) > 4 else "What is the capital of France?"
+HEADERS = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
 
 
 def openai_usage():
     import openai
-    client = openai.OpenAI(base_url=base_url + "/v1", api_key="e2e", max_retries=0, timeout=30)
+    client = openai.OpenAI(base_url=base_url + "/v1", api_key="e2e", max_retries=0, timeout=30, default_headers=HEADERS)
     if api == "chat":
         kwargs = dict(model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=16)
         if not stream:
@@ -42,7 +44,7 @@ def openai_usage():
 
 def anthropic_usage():
     import anthropic
-    client = anthropic.Anthropic(base_url=base_url, api_key="e2e", max_retries=0, timeout=30)
+    client = anthropic.Anthropic(base_url=base_url, api_key="e2e", max_retries=0, timeout=30, default_headers=HEADERS)
     kwargs = dict(model=MODEL, max_tokens=16, messages=[{"role": "user", "content": PROMPT}])
     if not stream:
         return client.messages.create(**kwargs).usage

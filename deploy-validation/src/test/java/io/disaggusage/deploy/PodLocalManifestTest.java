@@ -134,13 +134,23 @@ class PodLocalManifestTest {
     }
   }
 
+  /**
+   * pd-sidecar v0.7.1 sends the decode leg to {@code localhost:--vllm-port} (no host flag), so the Envoy
+   * listener must accept loopback connections; its connector flag is {@code --kv-connector}
+   * ({@code --connector} is deprecated) and it serves TLS unless {@code --secure-proxy=false}
+   * (docs/deploy.md, "llm-d pd-sidecar v0.7.1"; e2e LlmdSidecarTest runs these flags).
+   */
   @Test
   void llmDPdSidecarSendsTheDecodeLegToTheEnvoyAndServesThePoolPort() {
     Rendered r = render();
     KubernetesPolicyTest.Workload w = r.workload("llm-d-decode");
     Container sidecar = container(w, "pd-sidecar");
-    int envoyPort = listenerPort(envoyBootstrap(r, w));
-    assertThat(sidecar.getArgs()).contains("--vllm-port=" + envoyPort);
+    JsonNode bootstrap = envoyBootstrap(r, w);
+    int envoyPort = listenerPort(bootstrap);
+    assertThat(bootstrap.at("/static_resources/listeners/0/address/socket_address/address").asText())
+        .as("reachable at the pod's localhost").isIn("0.0.0.0", "127.0.0.1");
+    assertThat(sidecar.getArgs()).contains("--vllm-port=" + envoyPort, "--kv-connector=nixlv2", "--secure-proxy=false");
+    assertThat(sidecar.getArgs()).noneMatch(arg -> arg.startsWith("--connector"));
     int served = KubernetesPolicyTest.namedPort(sidecar, "http");
     assertThat(sidecar.getArgs()).contains("--port=" + served);
     assertThat(openPorts(r, w)).containsExactly(served);

@@ -34,6 +34,28 @@ enum RouterKind {
     Path binary() {
       return Tools.sglangRouter();
     }
+  },
+  /**
+   * llm-d's pd-sidecar v0.7.1, the decode pod's P/D proxy: prefill (the pod named per request by
+   * {@code x-prefiller-host-port}) then decode, NIXL v2, plain HTTP. Its decoder is always
+   * {@code localhost:--vllm-port}, so {@code decodeUrl} must name localhost; it has no prefill URL,
+   * bootstrap port or metrics port.
+   */
+  LLMD_PD_SIDECAR("pd-sidecar") {
+    @Override
+    List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
+      java.net.URI decoder = java.net.URI.create(decodeUrl);
+      if (!"localhost".equals(decoder.getHost()) && !"127.0.0.1".equals(decoder.getHost())) {
+        throw new IllegalArgumentException("pd-sidecar sends the decode leg to localhost only, not " + decodeUrl);
+      }
+      return List.of(binary().toString(), "--port=" + port, "--vllm-port=" + decoder.getPort(),
+          "--kv-connector=nixlv2", "--secure-proxy=false");
+    }
+
+    @Override
+    Path binary() {
+      return Tools.pdSidecar();
+    }
   };
 
   private final String label;

@@ -85,11 +85,17 @@ public final class EngineWorker implements AutoCloseable {
     }
   }
 
-  /** The engine's completions; the cache is the prefill's prefix cache or SGLang's decode radix cache. */
+  /**
+   * The engine's completions; the cache is the prefill's prefix cache, SGLang's decode radix cache or a vLLM
+   * decode's own cache for the requests it serves whole.
+   */
   private static CompletionHandler completionHandler(WorkerSpec spec, PrefixCache cache, BootstrapServer bootstrap) {
     return switch (spec.engine()) {
       case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role());
-      case VLLM -> new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role());
+      case VLLM ->
+          spec.role() == WorkerRole.PREFILL
+              ? new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role())
+              : new VllmDecodeHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role()), cache);
       case SGLANG ->
           spec.role() == WorkerRole.PREFILL
               ? new SglangPrefillHandler(cache, bootstrap)

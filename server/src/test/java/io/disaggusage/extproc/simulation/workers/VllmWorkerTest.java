@@ -114,6 +114,23 @@ class VllmWorkerTest extends WorkerPairTest {
   }
 
   @Test
+  void decodeServesARequestWithoutKvTransferParamsWholeOnItsOwnCache() throws Exception {
+    start(UsageVariant.BUG);
+    String plain = chat(LONG_PROMPT, "\"max_tokens\":4");
+    JsonNode first = json(post(decode, plain, "X-Request-Id", REQUEST_ID).body());
+    assertThat(first.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    long prompt = first.path("usage").path("prompt_tokens").asLong();
+    assertThat(first.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).as("nothing cached yet").isZero();
+    assertThat(first.path("usage").path("completion_tokens").asLong()).isEqualTo(4);
+    List<JsonNode> repeat = events(post(decode, plain.replace("}]", "}],\"stream\":true,\"stream_options\":{\"include_usage\":true}")).body());
+    JsonNode usage = repeat.get(repeat.size() - 1).path("usage");
+    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asLong())
+        .as("its own cache's hits, not the NIXL count").isEqualTo((prompt - 1) / 16 * 16);
+    assertThat(post(decode, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_prefill\":false}")).statusCode())
+        .as("a decode leg without the prefill's handoff is still refused").isEqualTo(400);
+  }
+
+  @Test
   void recordsEveryHeaderValueAndTheBody() throws Exception {
     start(UsageVariant.BUG);
     String body = chat(LONG_PROMPT, PREFILL_PARAMS);
