@@ -1,8 +1,6 @@
 package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,7 +27,7 @@ final class LlmdClients {
     command.addAll(List.of(deployment.url("/v1/chat/completions"), "-H", "content-type: application/json"));
     headers.forEach((name, value) -> command.addAll(List.of("-H", name + ": " + value)));
     command.addAll(List.of("-d", body, "-w", "\n%{http_code}"));
-    String out = run(command);
+    String out = RouterClients.run(command);
     int cut = out.lastIndexOf('\n');
     return new Reply(Integer.parseInt(out.substring(cut + 1).trim()), out.substring(0, cut));
   }
@@ -37,18 +35,7 @@ final class LlmdClients {
   /** The usage the OpenAI Python SDK parsed from a chat call with {@code message} and {@code headers}. */
   static JsonNode sdkChatUsage(LlmdDeployment deployment, String message, boolean stream, Map<String, String> headers) {
     String script = Tools.root().resolve("e2e/src/test/resources/clients/sdk_client.py").toString();
-    return RouterClients.parseJson(run(List.of(Tools.pythonClients().toString(), script, deployment.url(""), "chat",
+    return RouterClients.parseJson(RouterClients.run(List.of(Tools.pythonClients().toString(), script, deployment.url(""), "chat",
         Boolean.toString(stream), message, RouterClients.JSON.valueToTree(headers).toString())).trim());
-  }
-
-  private static String run(List<String> command) {
-    try {
-      return ClientsTest.run(command);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -2,7 +2,6 @@ package io.disaggusage.e2e;
 
 import io.disaggusage.e2e.PodLocalBootstrap.Pod;
 import io.disaggusage.e2e.PodLocalBootstrap.Role;
-import io.disaggusage.extproc.runtime.StartupException;
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
 import io.disaggusage.extproc.simulation.workers.EngineKind;
@@ -57,13 +56,13 @@ final class LlmdDeployment implements AutoCloseable {
           "--set", "classification.generation_clusters=" + Role.DECODE.cluster));
       for (int i = 0; i < prefillPods; i++) {
         String address = PREFILL_PODS.get(i);
-        EngineWorker worker = d.started(worker(
+        EngineWorker worker = d.started(RouterDeployment.worker(
             WorkerSpec.of(EngineKind.VLLM, WorkerRole.PREFILL, address, 0).withModel(Wire.MODEL)));
         Pod pod = Pod.of(Role.PREFILL, address, worker.port(), List.of(d.service.grpcPort()));
         EnvoyProcess envoy = d.started(pod.start(name + "-prefill" + i + "-envoy-" + release, release));
         d.prefills.add(new PrefillPod(worker, envoy, address + ":" + pod.listenerPort()));
       }
-      d.decode = d.started(worker(WorkerSpec.of(EngineKind.VLLM, WorkerRole.DECODE, POD_LOOPBACK, 0)
+      d.decode = d.started(RouterDeployment.worker(WorkerSpec.of(EngineKind.VLLM, WorkerRole.DECODE, POD_LOOPBACK, 0)
           .withModel(Wire.MODEL).withVariant(UsageVariant.BUG).withTokenDelay(Duration.ofMillis(2))));
       Pod decodePod = Pod.of(Role.DECODE, POD_LOOPBACK, d.decode.port(), List.of(d.service.grpcPort()));
       d.decodeEnvoy = d.started(decodePod.start(name + "-decode-envoy-" + release, release));
@@ -87,10 +86,10 @@ final class LlmdDeployment implements AutoCloseable {
     LlmdDeployment d = new LlmdDeployment();
     try {
       String address = PREFILL_PODS.get(0);
-      EngineWorker prefill = d.started(worker(
+      EngineWorker prefill = d.started(RouterDeployment.worker(
           WorkerSpec.of(EngineKind.VLLM, WorkerRole.PREFILL, address, 0).withModel(Wire.MODEL)));
       d.prefills.add(new PrefillPod(prefill, null, address + ":" + prefill.port()));
-      d.decode = d.started(worker(WorkerSpec.of(EngineKind.VLLM, WorkerRole.DECODE, POD_LOOPBACK, 0)
+      d.decode = d.started(RouterDeployment.worker(WorkerSpec.of(EngineKind.VLLM, WorkerRole.DECODE, POD_LOOPBACK, 0)
           .withModel(Wire.MODEL).withVariant(UsageVariant.BUG)));
       d.sidecar = d.started(RouterProcess.start(name + "-pd-sidecar", RouterKind.LLMD_PD_SIDECAR, "", 0,
           "http://localhost:" + d.decode.port()));
@@ -106,17 +105,11 @@ final class LlmdDeployment implements AutoCloseable {
     return child;
   }
 
-  private static EngineWorker worker(WorkerSpec spec) {
-    try {
-      return EngineWorker.start(spec);
-    } catch (StartupException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
+  /** Every pod's Envoy; none for {@link #direct}. */
   List<EnvoyProcess> envoys() {
     List<EnvoyProcess> envoys = new ArrayList<>(prefills.stream().map(PrefillPod::envoy).toList());
     envoys.add(decodeEnvoy);
+    envoys.removeIf(java.util.Objects::isNull);
     return envoys;
   }
 
@@ -160,12 +153,6 @@ final class LlmdDeployment implements AutoCloseable {
 
   @Override
   public void close() {
-    for (AutoCloseable child : children) {
-      try {
-        child.close();
-      } catch (Exception e) {
-        // the first failure is the one the test reports
-      }
-    }
+    RouterDeployment.closeAll(children);
   }
 }

@@ -84,7 +84,7 @@ final class RouterClients {
     }
   }
 
-  private static String run(List<String> command) {
+  static String run(List<String> command) {
     try {
       return ClientsTest.run(command);
     } catch (IOException e) {

@@ -147,7 +147,7 @@ final class RouterDeployment implements AutoCloseable {
     }
   }
 
-  private static EngineWorker worker(WorkerSpec spec) {
+  static EngineWorker worker(WorkerSpec spec) {
     try {
       return EngineWorker.start(spec);
     } catch (StartupException e) {
@@ -155,7 +155,7 @@ final class RouterDeployment implements AutoCloseable {
     }
   }
 
-  private static void closeAll(List<AutoCloseable> children) {
+  static void closeAll(List<AutoCloseable> children) {
     for (AutoCloseable child : children) {
       try {
         child.close();
