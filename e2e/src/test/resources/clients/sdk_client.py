@@ -1,12 +1,13 @@
 """Calls an OpenAI-compatible or Anthropic endpoint with the official Python SDK and prints, as one JSON
-line, the usage the SDK parsed. Usage: sdk_client.py BASE_URL API STREAM, API in chat, completions,
-responses, messages; STREAM in true/false. Any SDK error exits non-zero with the error on stderr."""
+line, the usage the SDK parsed. Usage: sdk_client.py BASE_URL API STREAM [PROMPT], API in chat,
+completions, responses, messages; STREAM in true/false; PROMPT replaces the default user message. Any SDK
+error exits non-zero with the error on stderr."""
 import json
 import sys
 
 base_url, api, stream = sys.argv[1], sys.argv[2], sys.argv[3] == "true"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-PROMPT = "What is the capital of France?"
+PROMPT = sys.argv[4] if len(sys.argv) > 4 else "What is the capital of France?"
 
 
 def openai_usage():
