@@ -88,8 +88,8 @@ public final class EngineWorker implements AutoCloseable {
   /** The engine's completions; the cache is the prefill's prefix cache or SGLang's decode radix cache. */
   private static CompletionHandler completionHandler(WorkerSpec spec, PrefixCache cache, BootstrapServer bootstrap) {
     return switch (spec.engine()) {
-      case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role());
-      case VLLM -> new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role());
+      case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role(), true);
+      case VLLM -> new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false);
       case SGLANG ->
           spec.role() == WorkerRole.PREFILL
               ? new SglangPrefillHandler(cache, bootstrap)
