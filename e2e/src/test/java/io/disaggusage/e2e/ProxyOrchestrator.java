@@ -4,21 +4,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.UUID;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 
 /**
  * A vLLM P/D proxy in front of an Envoy: what a client (curl, an SDK) talks to. For each request it calls
@@ -34,24 +28,16 @@ final class ProxyOrchestrator implements AutoCloseable {
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
   private final EnvoyProcess envoy;
-  private final HttpServer server;
-  private final ExecutorService executor = Executors.newCachedThreadPool();
+  private final LoopbackServer server;
 
   ProxyOrchestrator(EnvoyProcess envoy) {
     this.envoy = envoy;
-    try {
-      server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    server.setExecutor(executor);
-    server.createContext("/", this::handle);
-    server.start();
+    this.server = new LoopbackServer(this::handle);
   }
 
   /** The base URL an OpenAI or Anthropic client is given. */
   String baseUrl() {
-    return "http://127.0.0.1:" + server.getAddress().getPort();
+    return server.baseUrl();
   }
 
   private void handle(HttpExchange exchange) throws IOException {
@@ -100,7 +86,6 @@ final class ProxyOrchestrator implements AutoCloseable {
 
   @Override
   public void close() {
-    server.stop(0);
-    executor.shutdownNow();
+    server.close();
   }
 }

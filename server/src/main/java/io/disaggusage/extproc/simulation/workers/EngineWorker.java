@@ -91,11 +91,11 @@ public final class EngineWorker implements AutoCloseable {
    */
   private static CompletionHandler completionHandler(WorkerSpec spec, PrefixCache cache, BootstrapServer bootstrap) {
     return switch (spec.engine()) {
-      case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role());
+      case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role(), true);
       case VLLM ->
           spec.role() == WorkerRole.PREFILL
-              ? new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role())
-              : new VllmDecodeHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role()), cache);
+              ? new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false)
+              : new VllmDecodeHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false), cache);
       case SGLANG ->
           spec.role() == WorkerRole.PREFILL
               ? new SglangPrefillHandler(cache, bootstrap)

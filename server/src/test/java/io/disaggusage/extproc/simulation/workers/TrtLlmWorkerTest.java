@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
+import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
 import java.net.http.HttpResponse;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -114,6 +115,36 @@ class TrtLlmWorkerTest extends WorkerPairTest {
     assertThat(continuous).extracting(e -> e.path("usage").path("completion_tokens").asLong()).containsExactly(1L, 2L, 3L, 3L);
     List<JsonNode> bare = events(post(decode, generationBody(ctx, "\"max_tokens\":3,\"stream\":true", false)).body());
     assertThat(bare).hasSize(3).noneMatch(e -> e.has("usage"));
+  }
+
+  /** Since #16873 the orchestrator sends MessagePack with X-TRTLLM-Msgpack: 1 and a JSON content type. */
+  @Test
+  void msgpackBodiesAreReadWithExactIdsAndTheFixedGenerationTakesCtxUsage() throws Exception {
+    start(UsageVariant.FIXED);
+    byte[] context = MsgpackBodies.fromJson(chat(LONG_PROMPT, "\"max_tokens\":4," + CONTEXT_PARAMS), MsgpackBodies.Style.WIDE);
+    post(prefill, context, "x-trtllm-msgpack", "1");
+    HttpResponse<String> ctxResponse = post(prefill, context, "x-trtllm-msgpack", "1");
+    assertThat(ctxResponse.statusCode()).isEqualTo(200);
+    JsonNode ctx = json(ctxResponse.body());
+    assertThat(ctx.path("choices").path(0).path("disaggregated_params").path("ctx_request_id").asLong())
+        .as("an id above 2^53 survives msgpack exactly").isEqualTo(2748779069441234567L);
+    long cached = ctx.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong();
+    assertThat(cached).isPositive();
+
+    byte[] generation = MsgpackBodies.fromJson(generationBody(ctx, "\"max_tokens\":4", true), MsgpackBodies.Style.COMPACT);
+    JsonNode gen = json(post(decode, generation, "x-trtllm-msgpack", "1").body());
+    assertThat(gen.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(cached);
+    assertThat(gen.path("usage").path("completion_tokens").asLong()).isEqualTo(4);
+  }
+
+  @Test
+  void aMsgpackBodyThatIsNotAJsonDocumentIsRefused() throws Exception {
+    start(UsageVariant.BUG);
+    HttpResponse<String> binary = post(prefill, new byte[] {(byte) 0x81, (byte) 0xa1, 'x', (byte) 0xc4, 1, 0}, "x-trtllm-msgpack", "1");
+    assertThat(binary.statusCode()).isEqualTo(400);
+    assertThat(json(binary.body()).path("message").asText()).contains("binary values are not JSON");
+    HttpResponse<String> unmarked = post(prefill, MsgpackBodies.fromJson(chat("hello", CONTEXT_PARAMS), MsgpackBodies.Style.COMPACT));
+    assertThat(unmarked.statusCode()).as("without the header the body is read as JSON").isEqualTo(400);
   }
 
   @Test

@@ -21,11 +21,16 @@ final class WorkerCalls {
 
   /** POSTs {@code body} to the worker's chat completions, with header name/value pairs. */
   static HttpResponse<String> post(EngineWorker worker, String body, String... headers) throws Exception {
+    return post(worker, body.getBytes(java.nio.charset.StandardCharsets.UTF_8), headers);
+  }
+
+  /** POSTs a binary body (MessagePack, as TensorRT-LLM's orchestrator sends) with the JSON content type. */
+  static HttpResponse<String> post(EngineWorker worker, byte[] body, String... headers) throws Exception {
     HttpRequest.Builder request =
         HttpRequest.newBuilder(worker.url().resolve("v1/chat/completions"))
             .timeout(Duration.ofSeconds(20))
             .header("content-type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body));
+            .POST(HttpRequest.BodyPublishers.ofByteArray(body));
     for (int i = 0; i < headers.length; i += 2) {
       request.header(headers[i], headers[i + 1]);
     }
