@@ -21,6 +21,8 @@ import io.disaggusage.extproc.usage.ContextUsage;
  * @param bootstrapHost SGLang {@code bootstrap_host}, or the digest of a {@code bootstrap_host} array
  * @param bootstrapBatched {@code bootstrap_room} was an array (n>1 or a batch)
  * @param malformed the body is not a JSON object, or could not be scanned
+ * @param fingerprint what both legs of the flow share ({@link PromptFingerprint}); null when the body
+ *     was not read whole or carried no prompt-bearing member
  */
 public record RequestFacts(
     String model,
@@ -35,9 +37,10 @@ public record RequestFacts(
     String bootstrapRoom,
     String bootstrapHost,
     boolean bootstrapBatched,
-    boolean malformed) {
+    boolean malformed,
+    PromptFingerprint fingerprint) {
 
   /** No body was read (or it said nothing). */
   public static final RequestFacts NONE =
-      new RequestFacts(null, null, null, null, null, null, null, false, false, null, null, false, false);
+      new RequestFacts(null, null, null, null, null, null, null, false, false, null, null, false, false, null);
 }

@@ -210,7 +210,8 @@ final class RequestFactsBuilder {
         batchRooms != null ? batchRooms.key() : bootstrapRoom,
         batchHosts != null ? batchHosts.key() : bootstrapHost,
         bootstrapBatched,
-        malformed);
+        malformed,
+        null); // the fingerprint: issue 16, computed as the body streams
   }
 
   private Slot slot() {

@@ -28,7 +28,7 @@ class ExchangeClassifierTest {
   }
 
   static RequestFacts facts(String requestType, String disagg, String ctx, String style) {
-    return new RequestFacts(null, null, requestType, disagg, ctx, style, null, false, false, null, null, false, false);
+    return new RequestFacts(null, null, requestType, disagg, ctx, style, null, false, false, null, null, false, false, null);
   }
 
   @Test
@@ -77,12 +77,12 @@ class ExchangeClassifierTest {
   @Test
   void sglangRoomIsConcurrentAndVllmUsesRequestId() {
     RequestFacts sgl =
-        new RequestFacts(null, null, null, null, null, null, null, false, false, "42", "h", false, false);
+        new RequestFacts(null, null, null, null, null, null, null, false, false, "42", "h", false, false, null);
     Classification c = CLASSIFIER.classify(head("prefill-pool", "x-request-id", "r"), sgl);
     assertThat(c.keys()).containsExactly(new CorrelationKey(Source.SGLANG, "h|42"));
     assertThat(c.ordering()).isEqualTo(Ordering.CONCURRENT);
     RequestFacts vllm =
-        new RequestFacts(null, null, null, null, null, null, null, false, true, null, null, false, false);
+        new RequestFacts(null, null, null, null, null, null, null, false, true, null, null, false, false, null);
     Classification v = CLASSIFIER.classify(head(null, "x-request-id", "uuid-1"), vllm);
     assertThat(v.phase()).isEqualTo(Phase.GENERATION);
     assertThat(v.keys()).containsExactly(new CorrelationKey(Source.REQUEST_ID, "uuid-1"));
