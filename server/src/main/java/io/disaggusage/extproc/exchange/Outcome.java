@@ -10,6 +10,11 @@ public enum Outcome {
   PASSTHROUGH_NO_CONTEXT("passthrough_no_context"),
   /** Concurrent / generation-first flow whose context usage did not arrive before the deadline. */
   CONTEXT_TIMEOUT("context_timeout"),
+  /**
+   * Generation exchange whose keys held context usage of other flows only (a different prompt
+   * fingerprint: a shared {@code X-Request-Id}, a forged context leg): passed through.
+   */
+  FINGERPRINT_MISMATCH("fingerprint_mismatch"),
   /** Body, event or usage object above its configured cap: passed through. */
   OVERSIZE("oversize"),
   /** Body or usage that does not parse, or counts that are not non-negative integers: passed through. */

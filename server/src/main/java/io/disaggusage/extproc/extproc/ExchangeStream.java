@@ -5,6 +5,7 @@ import com.google.protobuf.Struct;
 import io.disaggusage.extproc.classify.Classification;
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.Ordering;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.classify.RequestBodyReader;
 import io.disaggusage.extproc.classify.RequestFacts;
 import io.disaggusage.extproc.classify.RequestHead;
@@ -18,6 +19,7 @@ import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
 import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.logging.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.store.ContextLookup;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageFigures;
 import io.disaggusage.extproc.usage.UsageNames;
@@ -34,7 +36,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -81,6 +82,12 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private boolean requestEnded;
   private Classification classification;
   private String model;
+  /**
+   * What this leg shares with the other leg of its flow; the store binds the context usage to it. Null
+   * when the body was not read (explicit {@code x-disagg-*} headers settled phase and key): such a leg
+   * matches only another unbound leg.
+   */
+  private PromptFingerprint fingerprint;
   /** streaming.inject_include_usage for this exchange, or null. */
   private UsageInjection injection;
 
@@ -94,7 +101,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private byte[] inFlight = EMPTY;
   /** The context usage went to the store (or was found unusable): later chunks are only forwarded. */
   private boolean contextStored;
-  private CompletableFuture<Optional<ContextUsage>> contextWait;
+  private CompletableFuture<ContextLookup> contextWait;
   private long contextWaitStart;
   private boolean reported;
   /** {@link ResponseBodyProcessor#usageReleased} when metadata last went out with a reply. */
@@ -236,6 +243,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private void classify(RequestFacts facts) {
     classification = services.classifier().classify(head, facts);
     model = facts.model();
+    fingerprint = facts.fingerprint();
     if (!classification.keys().isEmpty()) {
       logKey = classification.keys().get(0);
     }
@@ -302,7 +310,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     boolean concurrent = classification.ordering() == Ordering.CONCURRENT;
     services
         .store()
-        .take(classification.keys())
+        .take(classification.keys(), fingerprint)
         .whenComplete(
             (found, error) ->
                 onLookup(slot, eventStream, names, requestStillStreaming, concurrent, found, error));
@@ -314,7 +322,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       UsageNames names,
       boolean requestStillStreaming,
       boolean concurrent,
-      Optional<ContextUsage> found,
+      ContextLookup found,
       Throwable error) {
     if (closed) {
       return;
@@ -324,10 +332,10 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         services.metrics().storeError(Metrics.StoreOperation.TAKE);
         services.warnings().storeReadFailed(error);
       }
-      ContextUsage context = error == null ? found.orElse(null) : null;
+      ContextUsage context = error == null ? found.usage().orElse(null) : null;
       if (context == null && !concurrent) {
         // Context-first: the context response would already have been stored. No context phase.
-        Outcome outcome = error == null ? Outcome.PASSTHROUGH_NO_CONTEXT : Outcome.ERROR;
+        Outcome outcome = error == null ? missOutcome(found, Outcome.PASSTHROUGH_NO_CONTEXT) : Outcome.ERROR;
         if (removesInjectedUsage()) {
           startWithoutContext(slot, eventStream, names, requestStillStreaming, outcome);
           return;
@@ -513,17 +521,19 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       // limits.max_waiters: too many exchanges wait already. This one does not: its usage goes out
       // as the worker wrote it, like a deadline that has passed, and the refusal is counted.
       services.metrics().waitRefused();
-      contextWait = CompletableFuture.completedFuture(Optional.empty());
+      contextWait = CompletableFuture.completedFuture(ContextLookup.MISS);
       body.resolveContext(null, Outcome.CONTEXT_TIMEOUT);
       return;
     }
     contextWait =
-        services.store().await(classification.keys(), services.config().ordering().contextWait());
+        services
+            .store()
+            .await(classification.keys(), fingerprint, services.config().ordering().contextWait());
     contextWait.whenComplete((found, error) -> services.waits().release());
     contextWait.whenComplete(this::onContext);
   }
 
-  private synchronized void onContext(Optional<ContextUsage> found, Throwable error) {
+  private synchronized void onContext(ContextLookup found, Throwable error) {
     if (closed || abandoned || body == null || error instanceof CancellationException) {
       return;
     }
@@ -534,8 +544,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         services.metrics().storeError(Metrics.StoreOperation.AWAIT);
         services.warnings().storeReadFailed(error);
       }
-      ContextUsage context = error == null ? found.orElse(null) : null;
-      body.resolveContext(context, error == null ? Outcome.CONTEXT_TIMEOUT : Outcome.ERROR);
+      ContextUsage context = error == null ? found.usage().orElse(null) : null;
+      body.resolveContext(
+          context, error == null ? missOutcome(found, Outcome.CONTEXT_TIMEOUT) : Outcome.ERROR);
       if (deferredEnd != null) {
         slot = deferredEnd;
         deferredEnd = null;
@@ -551,6 +562,18 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       }
       failOpen(e, null, deferredEnd);
     }
+  }
+
+  /**
+   * The outcome of a lookup that found no usage of this flow: {@code fingerprint_mismatch} when the keys
+   * held other flows' usage (a shared or forged key, warned about by its source), else {@code otherwise}.
+   */
+  private Outcome missOutcome(ContextLookup lookup, Outcome otherwise) {
+    if (lookup.isFound() || !lookup.isMismatch()) {
+      return otherwise;
+    }
+    services.warnings().fingerprintMismatch(classification.keys().get(0).source());
+    return Outcome.FINGERPRINT_MISMATCH;
   }
 
   /**
@@ -596,7 +619,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
     // whole response before the usage is in the store, so a context-first lookup finds it (§4).
     services
         .store()
-        .put(keys, observation.usage())
+        .put(keys, fingerprint, observation.usage())
         .whenComplete((ok, error) -> onStored(slot, original, ready, error));
   }
 

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.extproc;
 
+import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.logging.RateLimitedLog;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
@@ -23,6 +24,8 @@ final class ExchangeWarnings {
   final RateLimitedLog storeWrite = new RateLimitedLog(log, 1, INTERVAL);
   /** The store failed to look up or wait for context usage. */
   final RateLimitedLog storeRead = new RateLimitedLog(log, 1, INTERVAL);
+  /** A generation leg's keys held only other flows' context usage. */
+  final RateLimitedLog fingerprintMismatch = new RateLimitedLog(log, 1, INTERVAL);
 
   void internalError(RuntimeException e) {
     StackTraceElement at = e.getStackTrace().length > 0 ? e.getStackTrace()[0] : null;
@@ -40,6 +43,27 @@ final class ExchangeWarnings {
     storeRead.warn(
         "context usage lookup failed, generation exchange passed through: store failed with {}",
         className(error));
+  }
+
+  /**
+   * Names the key's source only: the key's value is client-supplied (and may be forged), and the
+   * fingerprint stands for a prompt.
+   */
+  void fingerprintMismatch(CorrelationKey.Source source) {
+    fingerprintMismatch.warn(
+        "context usage under this {} key belongs to another prompt (a shared or forged key): generation"
+            + " exchange passed through",
+        sourceName(source));
+  }
+
+  /** How operators know a key source: the header or body field it is read from. */
+  static String sourceName(CorrelationKey.Source source) {
+    return switch (source) {
+      case HEADER -> "x-disagg-request-id";
+      case REQUEST_ID -> "x-request-id";
+      case TRTLLM -> "TensorRT-LLM request id";
+      case SGLANG -> "SGLang bootstrap room";
+    };
   }
 
   private static String className(Throwable error) {

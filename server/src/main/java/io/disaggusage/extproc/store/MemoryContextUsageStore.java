@@ -2,12 +2,14 @@ package io.disaggusage.extproc.store;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -17,34 +19,46 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * In-process store for one replica (sidecar mode): a size- and TTL-bounded Caffeine cache of entries,
- * plus a table of waiters woken directly by {@link #put}. All operations complete immediately except
- * {@link #await}, which completes on a put or on its deadline (scheduled, never blocking a thread).
+ * one cache key per (fingerprint, store key), plus a table of waiters woken directly by {@link #put}.
+ * All operations complete immediately except {@link #await}, which completes on a put or on its
+ * deadline (scheduled, never blocking a thread).
+ *
+ * <p>Beside the cache, {@code fingerprintsByKey} lists the fingerprints held under each store key,
+ * oldest first: it enforces {@link ContextUsageStore#ENTRIES_PER_KEY} and tells a miss from a
+ * fingerprint mismatch. The cache stays the truth; a listed fingerprint whose cache entry has gone is
+ * ignored and dropped at the next change.
  */
 public final class MemoryContextUsageStore implements ContextUsageStore {
 
   /** One stored context usage and every key it can be found under; consumed at most once. */
   private static final class Entry {
     final ContextUsage usage;
+    final String fingerprint;
     final List<String> keys;
     final AtomicBoolean consumed = new AtomicBoolean();
 
-    Entry(ContextUsage usage, List<String> keys) {
+    Entry(ContextUsage usage, String fingerprint, List<String> keys) {
       this.usage = usage;
+      this.fingerprint = fingerprint;
       this.keys = keys;
     }
   }
 
-  /** A generation exchange waiting for context usage under any of its keys. */
+  /** A generation exchange waiting for context usage with its fingerprint under any of its keys. */
   private final class Waiter {
     final List<String> keys;
-    final CompletableFuture<Optional<ContextUsage>> future = new CompletableFuture<>();
+    final String fingerprint;
+    final CompletableFuture<ContextLookup> future = new CompletableFuture<>();
+    /** A put with another fingerprint landed under one of the keys while this waited. */
+    volatile boolean sawOtherFingerprint;
 
-    Waiter(List<String> keys) {
+    Waiter(List<String> keys, String fingerprint) {
       this.keys = keys;
+      this.fingerprint = fingerprint;
     }
 
     boolean deliver(ContextUsage usage) {
-      return future.complete(Optional.of(usage));
+      return future.complete(ContextLookup.found(usage));
     }
 
     void withdraw() {
@@ -60,12 +74,14 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
   }
 
   private final Cache<String, Entry> entries;
+  /** Store key → fingerprints held under it, oldest first; immutable lists, replaced on change. */
+  private final ConcurrentHashMap<String, List<String>> fingerprintsByKey = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, List<Waiter>> waiting = new ConcurrentHashMap<>();
   private final ScheduledExecutorService timer;
 
   /**
    * @param ttl how long an unclaimed entry lives
-   * @param maxEntries bound on entries (aliases counted separately by the cache, so the bound is on keys)
+   * @param maxEntries bound on entries; each (store key, fingerprint) counts once, aliases separately
    * @param timer schedules await deadlines
    */
   public MemoryContextUsageStore(
@@ -76,6 +92,12 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
             .maximumSize(maxEntries)
             .ticker(ticker)
             .executor(Runnable::run)
+            .<String, Entry>removalListener(
+                (cacheKey, entry, cause) -> {
+                  if (cause != RemovalCause.REPLACED && cacheKey != null && entry != null) {
+                    forget(storeKeyOf(cacheKey, entry.fingerprint));
+                  }
+                })
             .build();
     this.timer = timer;
   }
@@ -85,32 +107,38 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
   }
 
   @Override
-  public CompletableFuture<Void> put(List<CorrelationKey> keys, ContextUsage usage) {
+  public CompletableFuture<Void> put(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
     List<String> storeKeys = storeKeys(keys);
     if (storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(null);
     }
-    // A waiting generation exchange gets the usage directly: that is its consumption.
+    String tag = FingerprintTag.of(fingerprint);
+    // A waiting generation exchange of this flow gets the usage directly: that is its consumption.
     for (String key : storeKeys) {
-      Waiter waiter = pollWaiter(key);
+      Waiter waiter = pollWaiter(key, tag);
       while (waiter != null) {
         waiter.withdraw();
         if (waiter.deliver(usage)) {
           return CompletableFuture.completedFuture(null);
         }
-        waiter = pollWaiter(key);
+        waiter = pollWaiter(key, tag);
       }
     }
-    Entry entry = new Entry(usage, storeKeys);
+    Entry entry = new Entry(usage, tag, storeKeys);
     for (String key : storeKeys) {
-      entries.put(key, entry);
+      List<String> evicted = new ArrayList<>();
+      fingerprintsByKey.compute(key, (k, held) -> admit(k, held, tag, evicted));
+      evicted.forEach(old -> entries.invalidate(cacheKey(old, key)));
+      entries.put(cacheKey(tag, key), entry);
     }
     // A waiter may have registered between the poll above and the cache write; hand it the entry.
     for (String key : storeKeys) {
-      Waiter waiter = pollWaiter(key);
+      Waiter waiter = pollWaiter(key, tag);
       if (waiter != null) {
         waiter.withdraw();
-        claim(entry).ifPresentOrElse(waiter::deliver, () -> waiter.future.complete(Optional.empty()));
+        ContextLookup claimed = claim(entry) ? ContextLookup.found(usage) : ContextLookup.MISS;
+        waiter.future.complete(claimed);
         break;
       }
     }
@@ -118,18 +146,20 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
   }
 
   @Override
-  public CompletableFuture<Optional<ContextUsage>> take(List<CorrelationKey> keys) {
-    return CompletableFuture.completedFuture(takeNow(storeKeys(keys)));
+  public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
+    return CompletableFuture.completedFuture(takeNow(storeKeys(keys), FingerprintTag.of(fingerprint)));
   }
 
   @Override
-  public CompletableFuture<Optional<ContextUsage>> await(List<CorrelationKey> keys, Duration timeout) {
+  public CompletableFuture<ContextLookup> await(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
     List<String> storeKeys = storeKeys(keys);
-    Optional<ContextUsage> now = takeNow(storeKeys);
-    if (now.isPresent() || storeKeys.isEmpty()) {
+    String tag = FingerprintTag.of(fingerprint);
+    ContextLookup now = takeNow(storeKeys, tag);
+    if (now.isFound() || storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(now);
     }
-    Waiter waiter = new Waiter(storeKeys);
+    Waiter waiter = new Waiter(storeKeys, tag);
     for (String key : storeKeys) {
       waiting.compute(
           key,
@@ -140,18 +170,18 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
           });
     }
     // Re-check: a put may have landed between takeNow and registration.
-    Optional<ContextUsage> raced = takeNow(storeKeys);
-    if (raced.isPresent()) {
+    ContextLookup raced = takeNow(storeKeys, tag);
+    if (raced.isFound()) {
       waiter.withdraw();
       waiter.future.complete(raced);
       return waiter.future;
     }
-    // Withdrawn before completing: whoever sees the empty result sees no waiter left.
     var deadline =
         timer.schedule(
             () -> {
               waiter.withdraw(); // before completing: whoever sees the result sees no waiter left
-              waiter.future.complete(Optional.empty());
+              boolean mismatch = waiter.sawOtherFingerprint || holdsOtherFingerprints(storeKeys, tag);
+              waiter.future.complete(ContextLookup.notFound(mismatch));
             },
             timeout.toNanos(),
             TimeUnit.NANOSECONDS);
@@ -186,41 +216,100 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
 
   @Override
   public void close() {
-    waiting.values().forEach(list -> List.copyOf(list).forEach(w -> w.future.complete(Optional.empty())));
+    waiting.values().forEach(list -> List.copyOf(list).forEach(w -> w.future.complete(ContextLookup.MISS)));
     waiting.clear();
     entries.invalidateAll();
   }
 
-  private Optional<ContextUsage> takeNow(List<String> storeKeys) {
+  private ContextLookup takeNow(List<String> storeKeys, String tag) {
     for (String key : storeKeys) {
-      Entry entry = entries.getIfPresent(key);
-      if (entry != null) {
-        Optional<ContextUsage> claimed = claim(entry);
-        if (claimed.isPresent()) {
-          return claimed;
+      Entry entry = entries.getIfPresent(cacheKey(tag, key));
+      if (entry != null && claim(entry)) {
+        return ContextLookup.found(entry.usage);
+      }
+    }
+    return ContextLookup.notFound(holdsOtherFingerprints(storeKeys, tag));
+  }
+
+  private boolean claim(Entry entry) {
+    if (!entry.consumed.compareAndSet(false, true)) {
+      return false;
+    }
+    entry.keys.forEach(k -> entries.asMap().remove(cacheKey(entry.fingerprint, k), entry));
+    return true;
+  }
+
+  /**
+   * The fingerprints a key holds after a put with {@code tag}: the live ones, {@code tag} last (newest),
+   * and at most {@link #ENTRIES_PER_KEY}; the oldest beyond that go to {@code evicted}.
+   */
+  private List<String> admit(String key, List<String> held, String tag, List<String> evicted) {
+    List<String> kept = new ArrayList<>();
+    if (held != null) {
+      for (String old : held) {
+        if (!old.equals(tag) && entries.asMap().containsKey(cacheKey(old, key))) {
+          kept.add(old);
         }
       }
     }
-    return Optional.empty();
-  }
-
-  private Optional<ContextUsage> claim(Entry entry) {
-    if (!entry.consumed.compareAndSet(false, true)) {
-      return Optional.empty();
+    while (kept.size() >= ENTRIES_PER_KEY) {
+      evicted.add(kept.remove(0));
     }
-    entry.keys.forEach(k -> entries.asMap().remove(k, entry));
-    return Optional.of(entry.usage);
+    kept.add(tag);
+    return List.copyOf(kept);
   }
 
-  private Waiter pollWaiter(String key) {
+  /** Drops from a key's list the fingerprints whose entries have gone (consumed, expired, evicted). */
+  private void forget(String key) {
+    fingerprintsByKey.computeIfPresent(
+        key,
+        (k, held) -> {
+          List<String> live = held.stream().filter(t -> entries.asMap().containsKey(cacheKey(t, k))).toList();
+          return live.isEmpty() ? null : live;
+        });
+  }
+
+  private boolean holdsOtherFingerprints(List<String> storeKeys, String tag) {
+    for (String key : storeKeys) {
+      for (String other : fingerprintsByKey.getOrDefault(key, List.of())) {
+        if (!other.equals(tag) && entries.getIfPresent(cacheKey(other, key)) != null) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The first waiter under {@code key} for fingerprint {@code tag}; every other waiter there is marked:
+   * a put for it reached this key, so its flow's key is shared.
+   */
+  private Waiter pollWaiter(String key, String tag) {
     List<Waiter> list = waiting.get(key);
     if (list == null) {
       return null;
     }
+    Waiter match = null;
     for (Waiter waiter : list) {
-      return waiter;
+      if (waiter.fingerprint.equals(tag)) {
+        match = match == null ? waiter : match;
+      } else {
+        waiter.sawOtherFingerprint = true;
+      }
     }
-    return null;
+    return match;
+  }
+
+  /**
+   * The cache key of (fingerprint tag, store key): the tag first, because its form is fixed (32 hex
+   * digits or {@code -}, never a colon), so no two pairs give one cache key whatever the store key holds.
+   */
+  private static String cacheKey(String tag, String storeKey) {
+    return tag + ":" + storeKey;
+  }
+
+  private static String storeKeyOf(String cacheKey, String tag) {
+    return cacheKey.substring(tag.length() + 1);
   }
 
   private static List<String> storeKeys(List<CorrelationKey> keys) {

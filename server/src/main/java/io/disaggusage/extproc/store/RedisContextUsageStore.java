@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.store;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
@@ -48,11 +49,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Context usage shared by every replica through Redis (or Valkey), with the semantics of {@link
- * ContextUsageStore}: a put is one Lua script that writes every alias key with the TTL and publishes a
- * wake-up, and completes once Redis has acknowledged it; a take is one Lua script that consumes an entry
- * and all its aliases atomically, so an entry is used at most once across replicas; a waiter is woken
- * by the wake-up message on this replica's one pub/sub connection and then takes. Formats: {@link
- * RedisEntryFormat}.
+ * ContextUsageStore}: a put is one Lua script that writes every alias key (bound to the fingerprint)
+ * with the TTL and publishes a wake-up naming the fingerprint, and completes once Redis has acknowledged
+ * it; a take is one Lua script that consumes an entry of its fingerprint and all its aliases atomically,
+ * so an entry is used at most once across replicas, or reports that only other fingerprints are held; a
+ * waiter is woken by a wake-up with its fingerprint on this replica's one pub/sub connection and then
+ * takes. Formats: {@link RedisEntryFormat}.
  *
  * <p>Nothing here blocks: every command is asynchronous, fails after {@code store.redis_timeout}, and is
  * rejected at once while the connection is down (so a dead Redis costs an exchange no time at all); the
@@ -73,14 +75,35 @@ public final class RedisContextUsageStore implements ContextUsageStore {
   private static final int WARM_UP_ATTEMPTS = 50;
   private static final Duration WARM_UP_PAUSE = Duration.ofMillis(20);
 
-  /** KEYS: index, entry keys. ARGV: value, ttl ms, entry id, channel, wake-up message. */
+  /**
+   * KEYS: index, then per store key its entry key and its fingerprints key. ARGV: value, ttl ms, entry
+   * id, channel, wake-up message, fingerprint, entries per key, entry key prefix, then the store keys.
+   * A key already holding the per-key cap of other fingerprints loses its oldest ones first.
+   */
   static final String PUT_SCRIPT =
       """
       local t = redis.call('TIME')
       local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
       local ttl = tonumber(ARGV[2])
-      for i = 2, #KEYS do
+      local fp = ARGV[6]
+      local cap = tonumber(ARGV[7])
+      local n = 0
+      for i = 2, #KEYS, 2 do
+        n = n + 1
+        local storeKey = ARGV[8 + n]
+        local fps = KEYS[i + 1]
+        redis.call('ZREMRANGEBYSCORE', fps, '-inf', now)
+        redis.call('ZREM', fps, fp)
+        local over = redis.call('ZCARD', fps) - cap + 1
+        if over > 0 then
+          for _, old in ipairs(redis.call('ZRANGE', fps, 0, over - 1)) do
+            redis.call('DEL', ARGV[8] .. old .. ':' .. storeKey)
+          end
+          redis.call('ZREMRANGEBYRANK', fps, 0, over - 1)
+        end
         redis.call('SET', KEYS[i], ARGV[1], 'PX', ttl)
+        redis.call('ZADD', fps, now + ttl, fp)
+        redis.call('PEXPIRE', fps, ttl)
       end
       redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
       redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
@@ -90,22 +113,27 @@ public final class RedisContextUsageStore implements ContextUsageStore {
       """;
 
   /**
-   * KEYS: index, entry keys in lookup order. ARGV: entry key prefix. Returns the first value found, after
-   * deleting it under every alias that still holds this very value, or nil.
+   * KEYS: index, then per store key (in lookup order) its entry key for the fingerprint and its
+   * fingerprints key. ARGV: entry key prefix, fingerprints key prefix, fingerprint. Returns {1, value}
+   * for the first value found, after deleting it under every alias that still holds this very value;
+   * otherwise {2} when a key holds live entries of other fingerprints, {0} when it holds none.
    */
   static final String TAKE_SCRIPT =
       """
-      for i = 2, #KEYS do
+      local fp = ARGV[3]
+      for i = 2, #KEYS, 2 do
         local value = redis.call('GET', KEYS[i])
         if value then
           redis.call('DEL', KEYS[i])
+          redis.call('ZREM', KEYS[i + 1], fp)
           local ok, entry = pcall(cjson.decode, value)
           if ok and type(entry) == 'table' then
             if type(entry.keys) == 'table' then
               for _, alias in ipairs(entry.keys) do
-                local key = ARGV[1] .. alias
+                local key = ARGV[1] .. fp .. ':' .. tostring(alias)
                 if key ~= KEYS[i] and redis.call('GET', key) == value then
                   redis.call('DEL', key)
+                  redis.call('ZREM', ARGV[2] .. tostring(alias), fp)
                 end
               end
             end
@@ -113,10 +141,22 @@ public final class RedisContextUsageStore implements ContextUsageStore {
               redis.call('ZREM', KEYS[1], entry.id)
             end
           end
-          return value
+          return {1, value}
         end
       end
-      return false
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      for i = 3, #KEYS, 2 do
+        local live = redis.call('ZCOUNT', KEYS[i], '(' .. now, '+inf')
+        local own = redis.call('ZSCORE', KEYS[i], fp)
+        if own and tonumber(own) > now then
+          live = live - 1
+        end
+        if live > 0 then
+          return {2}
+        end
+      end
+      return {0}
       """;
 
   /** KEYS: index. Drops expired ids and returns how many entries are held. */
@@ -138,17 +178,28 @@ public final class RedisContextUsageStore implements ContextUsageStore {
   /** How to reach Redis and name things there. */
   public record Settings(String uri, boolean cluster, String keyPrefix, Duration ttl, Duration timeout) {}
 
-  /** A generation exchange waiting on this replica for context usage under any of its keys. */
+  /** What the take script answered: the entry taken, or whether other fingerprints' entries are held. */
+  private record Taken(Optional<RedisEntryFormat.Entry> entry, boolean otherFingerprints) {
+    ContextLookup lookup() {
+      return entry.map(e -> ContextLookup.found(e.usage())).orElse(ContextLookup.notFound(otherFingerprints));
+    }
+  }
+
+  /** A generation exchange waiting on this replica for context usage with its fingerprint under any of its keys. */
   private final class Waiter {
     final List<String> keys;
-    final CompletableFuture<Optional<ContextUsage>> future = new CompletableFuture<>();
+    final String fingerprint;
+    final CompletableFuture<ContextLookup> future = new CompletableFuture<>();
+    /** A lookup or a wake-up showed entries of other fingerprints under the keys while this waited. */
+    volatile boolean sawOtherFingerprint;
 
-    Waiter(List<String> keys) {
+    Waiter(List<String> keys, String fingerprint) {
       this.keys = keys;
+      this.fingerprint = fingerprint;
     }
 
     /** Withdraws, then completes: whoever sees the result sees the waiter gone. */
-    boolean finish(Optional<ContextUsage> result) {
+    boolean finish(ContextLookup result) {
       withdraw();
       return future.complete(result);
     }
@@ -457,62 +508,88 @@ public final class RedisContextUsageStore implements ContextUsageStore {
   // ContextUsageStore
 
   @Override
-  public CompletableFuture<Void> put(List<CorrelationKey> keys, ContextUsage usage) {
+  public CompletableFuture<Void> put(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
     List<String> storeKeys = storeKeys(keys);
     if (storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(null);
     }
-    // A generation exchange waiting on this replica gets the usage directly: that is its consumption.
-    if (deliverLocally(storeKeys, usage)) {
+    String tag = FingerprintTag.of(fingerprint);
+    // A generation exchange of this flow waiting on this replica gets the usage directly: that is its consumption.
+    if (deliverLocally(storeKeys, tag, usage)) {
       return CompletableFuture.completedFuture(null);
     }
-    return write(UUID.randomUUID().toString(), storeKeys, usage);
+    return write(UUID.randomUUID().toString(), tag, storeKeys, usage);
   }
 
-  private CompletableFuture<Void> write(String id, List<String> storeKeys, ContextUsage usage) {
-    List<String> redisKeys = new ArrayList<>(storeKeys.size() + 1);
+  private CompletableFuture<Void> write(String id, String tag, List<String> storeKeys, ContextUsage usage) {
+    List<String> redisKeys = new ArrayList<>(2 * storeKeys.size() + 1);
     redisKeys.add(format.indexKey());
-    storeKeys.forEach(k -> redisKeys.add(format.key(k)));
-    return script(
-            putSha,
-            PUT_SCRIPT,
-            ScriptOutputType.INTEGER,
-            redisKeys,
-            RedisEntryFormat.encode(id, storeKeys, usage),
-            Long.toString(ttlMillis),
-            id,
-            format.channel(),
-            RedisEntryFormat.wakeUp(storeKeys))
+    for (String key : storeKeys) {
+      redisKeys.add(format.key(tag, key));
+      redisKeys.add(format.fingerprintsKey(key));
+    }
+    List<String> args = new ArrayList<>(8 + storeKeys.size());
+    args.add(RedisEntryFormat.encode(id, tag, storeKeys, usage));
+    args.add(Long.toString(ttlMillis));
+    args.add(id);
+    args.add(format.channel());
+    args.add(RedisEntryFormat.wakeUp(tag, storeKeys));
+    args.add(tag);
+    args.add(Integer.toString(ENTRIES_PER_KEY));
+    args.add(format.keyPrefix());
+    args.addAll(storeKeys);
+    return script(putSha, PUT_SCRIPT, ScriptOutputType.INTEGER, redisKeys, args.toArray(String[]::new))
         .thenApply(ok -> null);
   }
 
   @Override
-  public CompletableFuture<Optional<ContextUsage>> take(List<CorrelationKey> keys) {
-    return takeEntry(storeKeys(keys)).thenApply(entry -> entry.map(RedisEntryFormat.Entry::usage));
+  public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
+    return takeEntry(storeKeys(keys), FingerprintTag.of(fingerprint)).thenApply(Taken::lookup);
   }
 
-  private CompletableFuture<Optional<RedisEntryFormat.Entry>> takeEntry(List<String> storeKeys) {
+  private CompletableFuture<Taken> takeEntry(List<String> storeKeys, String tag) {
     if (storeKeys.isEmpty()) {
-      return CompletableFuture.completedFuture(Optional.empty());
+      return CompletableFuture.completedFuture(new Taken(Optional.empty(), false));
     }
-    List<String> redisKeys = new ArrayList<>(storeKeys.size() + 1);
+    List<String> redisKeys = new ArrayList<>(2 * storeKeys.size() + 1);
     redisKeys.add(format.indexKey());
-    storeKeys.forEach(k -> redisKeys.add(format.key(k)));
-    CompletableFuture<String> value =
-        script(takeSha, TAKE_SCRIPT, ScriptOutputType.VALUE, redisKeys, format.keyPrefix());
-    return value.thenApply(v -> v == null ? Optional.empty() : Optional.of(RedisEntryFormat.decode(v)));
+    for (String key : storeKeys) {
+      redisKeys.add(format.key(tag, key));
+      redisKeys.add(format.fingerprintsKey(key));
+    }
+    CompletableFuture<List<Object>> reply =
+        script(
+            takeSha,
+            TAKE_SCRIPT,
+            ScriptOutputType.MULTI,
+            redisKeys,
+            format.keyPrefix(),
+            format.fingerprintsPrefix(),
+            tag);
+    return reply.thenApply(RedisContextUsageStore::taken);
+  }
+
+  /** Reads the take script's answer: {1, value}, {2} (other fingerprints held) or {0}. */
+  private static Taken taken(List<Object> reply) {
+    long status = (Long) reply.get(0);
+    if (status == 1) {
+      return new Taken(Optional.of(RedisEntryFormat.decode((String) reply.get(1))), false);
+    }
+    return new Taken(Optional.empty(), status == 2);
   }
 
   @Override
-  public CompletableFuture<Optional<ContextUsage>> await(List<CorrelationKey> keys, Duration timeout) {
+  public CompletableFuture<ContextLookup> await(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
     List<String> storeKeys = storeKeys(keys);
     if (storeKeys.isEmpty()) {
-      return CompletableFuture.completedFuture(Optional.empty());
+      return CompletableFuture.completedFuture(ContextLookup.MISS);
     }
     if (!subscribed || commands == null || closed) {
       return CompletableFuture.failedFuture(unavailable());
     }
-    Waiter waiter = new Waiter(storeKeys);
+    Waiter waiter = new Waiter(storeKeys, FingerprintTag.of(fingerprint));
     waiterSet.add(waiter);
     for (String key : storeKeys) {
       waiting.compute(
@@ -525,7 +602,9 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     }
     ScheduledFuture<?> deadline =
         timer.schedule(
-            () -> waiter.finish(Optional.empty()), timeout.toNanos(), TimeUnit.NANOSECONDS);
+            () -> waiter.finish(ContextLookup.notFound(waiter.sawOtherFingerprint)),
+            timeout.toNanos(),
+            TimeUnit.NANOSECONDS);
     waiter.future.whenComplete(
         (r, e) -> {
           deadline.cancel(false);
@@ -541,12 +620,18 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     if (waiter.future.isDone()) {
       return;
     }
-    takeEntry(waiter.keys)
+    takeEntry(waiter.keys, waiter.fingerprint)
         .whenComplete(
-            (found, error) -> {
+            (taken, error) -> {
               if (error != null) {
                 waiter.fail(unwrap(error));
-              } else if (found.isPresent() && !waiter.finish(Optional.of(found.get().usage()))) {
+                return;
+              }
+              if (taken.otherFingerprints()) {
+                waiter.sawOtherFingerprint = true;
+              }
+              Optional<RedisEntryFormat.Entry> found = taken.entry();
+              if (found.isPresent() && !waiter.finish(ContextLookup.found(found.get().usage()))) {
                 handOver(found.get());
               }
             });
@@ -554,10 +639,10 @@ public final class RedisContextUsageStore implements ContextUsageStore {
 
   /** An entry taken for a waiter that went away meanwhile: to another waiter here, or back to Redis. */
   private void handOver(RedisEntryFormat.Entry entry) {
-    if (deliverLocally(entry.keys(), entry.usage())) {
+    if (deliverLocally(entry.keys(), entry.fingerprint(), entry.usage())) {
       return;
     }
-    write(entry.id(), entry.keys(), entry.usage())
+    write(entry.id(), entry.fingerprint(), entry.keys(), entry.usage())
         .whenComplete(
             (ok, error) -> {
               if (error != null) {
@@ -566,12 +651,12 @@ public final class RedisContextUsageStore implements ContextUsageStore {
             });
   }
 
-  private boolean deliverLocally(List<String> storeKeys, ContextUsage usage) {
+  private boolean deliverLocally(List<String> storeKeys, String tag, ContextUsage usage) {
     for (String key : storeKeys) {
       List<Waiter> list = waiting.get(key);
       if (list != null) {
         for (Waiter waiter : list) {
-          if (waiter.finish(Optional.of(usage))) {
+          if (waiter.fingerprint.equals(tag) && waiter.finish(ContextLookup.found(usage))) {
             return true;
           }
         }
@@ -580,12 +665,23 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     return false;
   }
 
+  /**
+   * A put landed on some replica: its flow's waiters here take it; the other waiters under those keys
+   * only learn that their key is shared (what their deadline reports if their own entry never comes).
+   */
   private void onWakeUp(String message) {
+    RedisEntryFormat.WakeUp wakeUp = RedisEntryFormat.readWakeUp(message);
     Set<Waiter> woken = new LinkedHashSet<>();
-    for (String key : RedisEntryFormat.wakeUpKeys(message)) {
+    for (String key : wakeUp.keys()) {
       List<Waiter> list = waiting.get(key);
       if (list != null) {
-        woken.addAll(list);
+        for (Waiter waiter : list) {
+          if (waiter.fingerprint.equals(wakeUp.fingerprint())) {
+            woken.add(waiter);
+          } else {
+            waiter.sawOtherFingerprint = true;
+          }
+        }
       }
     }
     woken.forEach(this::attempt);
@@ -633,7 +729,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     if (healthTask != null) {
       healthTask.cancel(false);
     }
-    List.copyOf(waiterSet).forEach(w -> w.finish(Optional.empty()));
+    List.copyOf(waiterSet).forEach(w -> w.finish(ContextLookup.MISS));
     // Shutting the client down closes its connections.
     try {
       client.shutdownAsync(0, 2, TimeUnit.SECONDS).get(3, TimeUnit.SECONDS);

@@ -11,11 +11,13 @@ import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.classic.spi.StackTraceElementProxy;
 import ch.qos.logback.core.read.ListAppender;
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.exchange.ContextObserver;
 import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
 import io.disaggusage.extproc.scenario.Flows;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.store.ContextLookup;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.simulation.envoy.Chunking;
 import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
@@ -241,17 +243,19 @@ class ExchangeLogTest {
     ContextUsageStore broken =
         new ContextUsageStore() {
           @Override
-          public CompletableFuture<Void> put(List<CorrelationKey> keys, ContextUsage usage) {
+          public CompletableFuture<Void> put(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
             return CompletableFuture.failedFuture(new IllegalStateException("cannot store " + PROMPT));
           }
 
           @Override
-          public CompletableFuture<Optional<ContextUsage>> take(List<CorrelationKey> keys) {
+          public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("lookup " + COMPLETION));
           }
 
           @Override
-          public CompletableFuture<Optional<ContextUsage>> await(List<CorrelationKey> keys, Duration timeout) {
+          public CompletableFuture<ContextLookup> await(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("await " + COMPLETION));
           }
 

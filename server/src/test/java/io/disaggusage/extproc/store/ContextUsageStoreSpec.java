@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.CorrelationKey.Source;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.math.BigInteger;
 import java.time.Duration;
@@ -24,6 +25,9 @@ import org.junit.jupiter.api.Test;
  * each subclass says how to open a store and how to reach the same data from a second replica. For the
  * memory store the "other replica" is the store itself (it is one process's store); for Redis it is a
  * second store object on the same Redis, i.e. a second service replica.
+ *
+ * <p>Most tests store unbound entries (a null fingerprint); the ones at the end bind entries to
+ * fingerprints, as the two legs of a flow whose body was read do (issue 16).
  */
 abstract class ContextUsageStoreSpec {
   protected static final Duration LONG_TTL = Duration.ofSeconds(60);
@@ -64,11 +68,11 @@ abstract class ContextUsageStoreSpec {
   void entryUnderAliasesIsConsumedOnce() throws Exception {
     ContextUsageStore store = store();
     ContextUsageStore other = replicaOf(store);
-    store.put(List.of(A, B), USAGE).join();
+    store.put(List.of(A, B), null, USAGE).join();
     assertThat(sizeNow(store)).isEqualTo(1);
-    assertThat(other.take(List.of(B)).join()).contains(USAGE);
-    assertThat(store.take(List.of(A)).join()).isEmpty();
-    assertThat(other.take(List.of(A, B)).join()).isEmpty();
+    assertThat(other.take(List.of(B), null).join().usage()).contains(USAGE);
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
+    assertThat(other.take(List.of(A, B), null).join().usage()).isEmpty();
     assertThat(sizeNow(store)).isZero();
   }
 
@@ -76,18 +80,18 @@ abstract class ContextUsageStoreSpec {
   void takeUsesTheFirstKeyThatHasAnEntry() throws Exception {
     ContextUsageStore store = store();
     ContextUsage other = new ContextUsage(BigInteger.TWO, Map.of(), BigInteger.ZERO);
-    store.put(List.of(B), other).join();
-    store.put(List.of(A), USAGE).join();
-    assertThat(store.take(List.of(new CorrelationKey(Source.HEADER, "x"), A, B)).join()).contains(USAGE);
-    assertThat(store.take(List.of(A, B)).join()).contains(other);
+    store.put(List.of(B), null, other).join();
+    store.put(List.of(A), null, USAGE).join();
+    assertThat(store.take(List.of(new CorrelationKey(Source.HEADER, "x"), A, B), null).join().usage()).contains(USAGE);
+    assertThat(store.take(List.of(A, B), null).join().usage()).contains(other);
   }
 
   @Test
   void sourcesDoNotCollide() throws Exception {
     ContextUsageStore store = store();
-    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "1")), USAGE).join();
-    assertThat(store.take(List.of(A)).join()).isEmpty();
-    assertThat(store.take(List.of(new CorrelationKey(Source.REQUEST_ID, "1"))).join()).contains(USAGE);
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "1")), null, USAGE).join();
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
+    assertThat(store.take(List.of(new CorrelationKey(Source.REQUEST_ID, "1")), null).join().usage()).contains(USAGE);
   }
 
   @Test
@@ -100,8 +104,8 @@ abstract class ContextUsageStoreSpec {
     ContextUsage big =
         new ContextUsage(new BigInteger("123456789012345678901234567890"), details, new BigInteger("18446744073709551617"));
     ContextUsageStore other = replicaOf(store);
-    store.put(List.of(new CorrelationKey(Source.SGLANG, "10.0.0.7:8998/42")), big).join();
-    ContextUsage back = other.take(List.of(new CorrelationKey(Source.SGLANG, "10.0.0.7:8998/42"))).join().orElseThrow();
+    store.put(List.of(new CorrelationKey(Source.SGLANG, "10.0.0.7:8998/42")), null, big).join();
+    ContextUsage back = other.take(List.of(new CorrelationKey(Source.SGLANG, "10.0.0.7:8998/42")), null).join().usage().orElseThrow();
     assertThat(back).isEqualTo(big);
     assertThat(List.copyOf(back.details().keySet())).containsExactly("cached_tokens", "audio_tokens", "vendor");
   }
@@ -114,19 +118,19 @@ abstract class ContextUsageStoreSpec {
     ContextUsage stated =
         new ContextUsage(BigInteger.valueOf(160), Map.of("cached_tokens", "50"), BigInteger.valueOf(50), new BigInteger("18446744073709551617"));
     ContextUsage none = new ContextUsage(BigInteger.valueOf(160), Map.of(), BigInteger.ZERO, null);
-    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-1")), stated).join();
-    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-2")), none).join();
-    assertThat(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-1"))).join()).contains(stated);
-    assertThat(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-2"))).join()).contains(none);
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-1")), null, stated).join();
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-2")), null, none).join();
+    assertThat(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-1")), null).join().usage()).contains(stated);
+    assertThat(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "anthropic-2")), null).join().usage()).contains(none);
   }
 
   @Test
   void entriesExpireAfterTtl() throws Exception {
     ContextUsageStore store = open(Duration.ofMillis(300));
-    store.put(List.of(A, B), USAGE).join();
+    store.put(List.of(A, B), null, USAGE).join();
     Thread.sleep(500);
-    assertThat(store.take(List.of(A)).join()).isEmpty();
-    assertThat(store.take(List.of(B)).join()).isEmpty();
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
+    assertThat(store.take(List.of(B), null).join().usage()).isEmpty();
     assertThat(sizeNow(store)).isZero();
   }
 
@@ -134,21 +138,21 @@ abstract class ContextUsageStoreSpec {
   void waiterIsWokenByAPutOnAnotherReplicaAndConsumesIt() throws Exception {
     ContextUsageStore store = store();
     ContextUsageStore other = replicaOf(store);
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofSeconds(5));
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofSeconds(5));
     assertThat(waiting).isNotDone();
     assertThat(store.waiters()).isEqualTo(1);
-    other.put(List.of(B, A), USAGE).join();
-    assertThat(waiting.get(5, TimeUnit.SECONDS)).contains(USAGE);
+    other.put(List.of(B, A), null, USAGE).join();
+    assertThat(waiting.get(5, TimeUnit.SECONDS).usage()).contains(USAGE);
     assertThat(store.waiters()).isZero();
-    assertThat(other.take(List.of(B)).join()).isEmpty();
+    assertThat(other.take(List.of(B), null).join().usage()).isEmpty();
     assertThat(sizeNow(store)).isZero();
   }
 
   @Test
   void awaitReturnsAnEntryAlreadyThere() throws Exception {
     ContextUsageStore store = store();
-    replicaOf(store).put(List.of(A), USAGE).join();
-    assertThat(store.await(List.of(A), Duration.ofSeconds(5)).get(5, TimeUnit.SECONDS)).contains(USAGE);
+    replicaOf(store).put(List.of(A), null, USAGE).join();
+    assertThat(store.await(List.of(A), null, Duration.ofSeconds(5)).get(5, TimeUnit.SECONDS).usage()).contains(USAGE);
     assertThat(store.waiters()).isZero();
   }
 
@@ -156,35 +160,35 @@ abstract class ContextUsageStoreSpec {
   void awaitTimesOutEmptyAndLeavesNoWaiter() throws Exception {
     ContextUsageStore store = store();
     long start = System.nanoTime();
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofMillis(100));
-    assertThat(waiting.get(5, TimeUnit.SECONDS)).isEmpty();
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofMillis(100));
+    assertThat(waiting.get(5, TimeUnit.SECONDS).usage()).isEmpty();
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(90));
     assertThat(store.waiters()).isZero();
-    store.put(List.of(A), USAGE).join();
+    store.put(List.of(A), null, USAGE).join();
     assertThat(sizeNow(store)).isEqualTo(1);
   }
 
   @Test
   void cancelledWaiterIsWithdrawn() throws Exception {
     ContextUsageStore store = store();
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofSeconds(5));
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofSeconds(5));
     waiting.cancel(false);
     assertThat(store.waiters()).isZero();
-    replicaOf(store).put(List.of(A), USAGE).join();
-    assertThat(store.take(List.of(A)).join()).contains(USAGE);
+    replicaOf(store).put(List.of(A), null, USAGE).join();
+    assertThat(store.take(List.of(A), null).join().usage()).contains(USAGE);
   }
 
   @Test
   void twoWaitersOnOneKeyGetAtMostOneEntry() throws Exception {
     ContextUsageStore store = store();
     ContextUsageStore other = replicaOf(store);
-    var first = store.await(List.of(A), Duration.ofMillis(500));
-    var second = other.await(List.of(A), Duration.ofMillis(500));
-    var third = store.await(List.of(A), Duration.ofMillis(500));
-    replicaOf(store).put(List.of(A), USAGE).join();
+    var first = store.await(List.of(A), null, Duration.ofMillis(500));
+    var second = other.await(List.of(A), null, Duration.ofMillis(500));
+    var third = store.await(List.of(A), null, Duration.ofMillis(500));
+    replicaOf(store).put(List.of(A), null, USAGE).join();
     List<Optional<ContextUsage>> results = new ArrayList<>();
     for (var f : List.of(first, second, third)) {
-      results.add(f.get(5, TimeUnit.SECONDS));
+      results.add(f.get(5, TimeUnit.SECONDS).usage());
     }
     assertThat(results.stream().filter(Optional::isPresent)).hasSize(1);
     assertThat(results.stream().flatMap(Optional::stream)).containsExactly(USAGE);
@@ -197,17 +201,17 @@ abstract class ContextUsageStoreSpec {
     ContextUsageStore other = replicaOf(store);
     int n = 200;
     for (int i = 0; i < n; i++) {
-      store.put(List.of(new CorrelationKey(Source.HEADER, "k" + i), new CorrelationKey(Source.REQUEST_ID, "r" + i)), USAGE)
+      store.put(List.of(new CorrelationKey(Source.HEADER, "k" + i), new CorrelationKey(Source.REQUEST_ID, "r" + i)), null, USAGE)
           .join();
     }
-    List<CompletableFuture<Optional<ContextUsage>>> takes = new ArrayList<>();
+    List<CompletableFuture<ContextLookup>> takes = new ArrayList<>();
     for (int i = 0; i < n; i++) {
-      takes.add(store.take(List.of(new CorrelationKey(Source.HEADER, "k" + i))));
-      takes.add(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "r" + i))));
+      takes.add(store.take(List.of(new CorrelationKey(Source.HEADER, "k" + i)), null));
+      takes.add(other.take(List.of(new CorrelationKey(Source.REQUEST_ID, "r" + i)), null));
     }
     long found = 0;
     for (var t : takes) {
-      found += t.get(10, TimeUnit.SECONDS).isPresent() ? 1 : 0;
+      found += t.get(10, TimeUnit.SECONDS).isFound() ? 1 : 0;
     }
     assertThat(found).isEqualTo(n);
     assertThat(sizeNow(store)).isZero();
@@ -216,9 +220,137 @@ abstract class ContextUsageStoreSpec {
   @Test
   void emptyKeyListsNeitherStoreNorWait() throws Exception {
     ContextUsageStore store = store();
-    store.put(List.of(), USAGE).join();
+    store.put(List.of(), null, USAGE).join();
     assertThat(sizeNow(store)).isZero();
-    assertThat(store.await(List.of(), Duration.ofSeconds(5)).get(1, TimeUnit.SECONDS)).isEmpty();
+    assertThat(store.await(List.of(), null, Duration.ofSeconds(5)).get(1, TimeUnit.SECONDS).usage()).isEmpty();
     assertThat(store.waiters()).isZero();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Entries bound to (key, fingerprint)
+
+  static final PromptFingerprint FP_A = fingerprint(1);
+  static final PromptFingerprint FP_B = fingerprint(2);
+  static final ContextUsage USAGE_A =
+      new ContextUsage(BigInteger.valueOf(120), Map.of("cached_tokens", "64"), BigInteger.valueOf(64));
+  static final ContextUsage USAGE_B =
+      new ContextUsage(BigInteger.valueOf(610), Map.of("cached_tokens", "0"), BigInteger.ZERO);
+
+  static PromptFingerprint fingerprint(long n) {
+    return new PromptFingerprint(n, ~n);
+  }
+
+  @Test
+  void flowsSharingAKeyEachFindTheirOwnUsage() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    store.put(List.of(A), FP_A, USAGE_A).join();
+    store.put(List.of(A), FP_B, USAGE_B).join();
+    assertThat(sizeNow(store)).isEqualTo(2);
+    assertThat(other.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.found(USAGE_A));
+    assertThat(other.take(List.of(A), FP_B).join()).isEqualTo(ContextLookup.found(USAGE_B));
+    assertThat(store.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.MISS);
+    assertThat(sizeNow(store)).isZero();
+  }
+
+  @Test
+  void anotherFingerprintIsAMismatchAndLeavesTheEntry() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    store.put(List.of(A, B), FP_A, USAGE_A).join();
+    assertThat(other.take(List.of(B), FP_B).join()).isEqualTo(ContextLookup.MISMATCH);
+    assertThat(other.take(List.of(new CorrelationKey(Source.HEADER, "x"), A), FP_B).join())
+        .isEqualTo(ContextLookup.MISMATCH);
+    assertThat(other.take(List.of(new CorrelationKey(Source.HEADER, "x")), FP_B).join())
+        .isEqualTo(ContextLookup.MISS);
+    assertThat(other.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.found(USAGE_A));
+    assertThat(other.take(List.of(B), FP_B).join()).isEqualTo(ContextLookup.MISS);
+  }
+
+  /** A leg whose body was not read (no fingerprint) and a leg with one never match, either way round. */
+  @Test
+  void anUnboundLegMatchesOnlyAnUnboundLeg() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    store.put(List.of(A), null, USAGE_A).join();
+    store.put(List.of(B), FP_B, USAGE_B).join();
+    assertThat(other.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.MISMATCH);
+    assertThat(other.take(List.of(B), null).join()).isEqualTo(ContextLookup.MISMATCH);
+    assertThat(other.take(List.of(A), null).join()).isEqualTo(ContextLookup.found(USAGE_A));
+    assertThat(other.take(List.of(B), FP_B).join()).isEqualTo(ContextLookup.found(USAGE_B));
+  }
+
+  @Test
+  void aWaiterIsWokenOnlyByAPutWithItsFingerprint() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    CompletableFuture<ContextLookup> waitingA = store.await(List.of(A), FP_A, Duration.ofSeconds(5));
+    CompletableFuture<ContextLookup> waitingB = other.await(List.of(A), FP_B, Duration.ofSeconds(5));
+    store.put(List.of(A), FP_B, USAGE_B).join();
+    assertThat(waitingB.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.found(USAGE_B));
+    Thread.sleep(200); // the wake-up for B reached every replica: it must not have ended A's wait
+    assertThat(waitingA).isNotDone();
+    other.put(List.of(B, A), FP_A, USAGE_A).join();
+    assertThat(waitingA.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.found(USAGE_A));
+    assertThat(store.waiters() + other.waiters()).isZero();
+    assertThat(sizeNow(store)).isZero();
+  }
+
+  @Test
+  void aWaitThatSawOnlyAnotherFingerprintEndsAsAMismatch() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), FP_A, Duration.ofMillis(400));
+    other.put(List.of(A), FP_B, USAGE_B).join();
+    assertThat(waiting.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.MISMATCH);
+    assertThat(store.waiters()).isZero();
+    assertThat(other.take(List.of(A), FP_B).join()).isEqualTo(ContextLookup.found(USAGE_B));
+  }
+
+  @Test
+  void aWaitOnAKeyAlreadyHoldingAnotherFingerprintEndsAsAMismatch() throws Exception {
+    ContextUsageStore store = store();
+    replicaOf(store).put(List.of(A), FP_B, USAGE_B).join();
+    assertThat(store.await(List.of(A), FP_A, Duration.ofMillis(100)).get(5, TimeUnit.SECONDS))
+        .isEqualTo(ContextLookup.MISMATCH);
+    assertThat(store.await(List.of(B), FP_A, Duration.ofMillis(100)).get(5, TimeUnit.SECONDS))
+        .isEqualTo(ContextLookup.MISS);
+    assertThat(store.waiters()).isZero();
+  }
+
+  @Test
+  void aKeyHoldsAtMostItsCapOfFingerprintsAndLosesTheOldestFirst() throws Exception {
+    ContextUsageStore store = store();
+    ContextUsageStore other = replicaOf(store);
+    int cap = ContextUsageStore.ENTRIES_PER_KEY;
+    for (int i = 0; i <= cap; i++) {
+      store.put(List.of(A), fingerprint(100 + i), USAGE).join();
+    }
+    store.put(List.of(B), fingerprint(100), USAGE_B).join(); // another key's entries are not counted
+    assertThat(other.take(List.of(A), fingerprint(100)).join()).isEqualTo(ContextLookup.MISMATCH);
+    for (int i = 1; i <= cap; i++) {
+      assertThat(other.take(List.of(A), fingerprint(100 + i)).join()).as("fingerprint %d", i).isEqualTo(ContextLookup.found(USAGE));
+    }
+    assertThat(other.take(List.of(B), fingerprint(100)).join()).isEqualTo(ContextLookup.found(USAGE_B));
+  }
+
+  @Test
+  void expiredEntriesOfOtherFingerprintsMakeAMissNotAMismatch() throws Exception {
+    ContextUsageStore store = open(Duration.ofMillis(300));
+    store.put(List.of(A), FP_A, USAGE_A).join();
+    store.put(List.of(A), FP_B, USAGE_B).join();
+    Thread.sleep(500);
+    assertThat(store.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.MISS);
+    assertThat(store.take(List.of(A), FP_B).join()).isEqualTo(ContextLookup.MISS);
+    assertThat(sizeNow(store)).isZero();
+  }
+
+  @Test
+  void theSameFlowStoredTwiceUnderOneKeyKeepsTheNewerUsage() throws Exception {
+    ContextUsageStore store = store();
+    store.put(List.of(A), FP_A, USAGE).join();
+    store.put(List.of(A), FP_A, USAGE_A).join(); // a retried context leg
+    assertThat(replicaOf(store).take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.found(USAGE_A));
+    assertThat(store.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.MISS);
   }
 }

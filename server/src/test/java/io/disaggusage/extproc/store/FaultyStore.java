@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.store;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.time.Duration;
 import java.util.List;
@@ -93,13 +94,14 @@ public final class FaultyStore implements ContextUsageStore {
   }
 
   @Override
-  public CompletableFuture<Void> put(List<CorrelationKey> keys, ContextUsage usage) {
+  public CompletableFuture<Void> put(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
     firstPut.complete(null);
     if (mode != Mode.LATE_WRITES) {
-      return apply(() -> real.put(keys, usage));
+      return apply(() -> real.put(keys, fingerprint, usage));
     }
     CompletableFuture<Void> landed = new CompletableFuture<>();
-    later(() -> relay(real.put(keys, usage), landed));
+    later(() -> relay(real.put(keys, fingerprint, usage), landed));
     return landed;
   }
 
@@ -120,17 +122,18 @@ public final class FaultyStore implements ContextUsageStore {
   }
 
   @Override
-  public CompletableFuture<Optional<ContextUsage>> take(List<CorrelationKey> keys) {
-    return apply(() -> real.take(keys));
+  public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
+    return apply(() -> real.take(keys, fingerprint));
   }
 
   @Override
-  public CompletableFuture<Optional<ContextUsage>> await(List<CorrelationKey> keys, Duration timeout) {
+  public CompletableFuture<ContextLookup> await(
+      List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
     if (mode != Mode.SLOW) {
-      return apply(() -> real.await(keys, timeout));
+      return apply(() -> real.await(keys, fingerprint, timeout));
     }
     // Slow: the wait itself runs on the real store, so cancelling it withdraws the waiter.
-    return real.await(keys, timeout);
+    return real.await(keys, fingerprint, timeout);
   }
 
   @Override

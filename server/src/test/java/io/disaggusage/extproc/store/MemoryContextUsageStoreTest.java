@@ -39,78 +39,78 @@ class MemoryContextUsageStoreTest {
 
   @Test
   void entryUnderAliasesIsConsumedOnce() {
-    store.put(List.of(A, B), USAGE).join();
+    store.put(List.of(A, B), null, USAGE).join();
     assertThat(store.size()).isEqualTo(1);
-    assertThat(store.take(List.of(B)).join()).contains(USAGE);
-    assertThat(store.take(List.of(A)).join()).isEmpty();
+    assertThat(store.take(List.of(B), null).join().usage()).contains(USAGE);
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
     assertThat(store.size()).isZero();
   }
 
   @Test
   void sourcesDoNotCollide() {
-    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "1")), USAGE).join();
-    assertThat(store.take(List.of(A)).join()).isEmpty();
+    store.put(List.of(new CorrelationKey(Source.REQUEST_ID, "1")), null, USAGE).join();
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
   }
 
   @Test
   void entriesExpireAfterTtl() {
-    store.put(List.of(A), USAGE).join();
+    store.put(List.of(A), null, USAGE).join();
     nanos.addAndGet(TimeUnit.SECONDS.toNanos(61));
     store.cleanUp();
-    assertThat(store.take(List.of(A)).join()).isEmpty();
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
     assertThat(store.size()).isZero();
   }
 
   @Test
   void waiterIsWokenByPutAndConsumesIt() {
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofSeconds(5));
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofSeconds(5));
     assertThat(waiting).isNotDone();
     assertThat(store.waiters()).isEqualTo(1);
-    store.put(List.of(B, A), USAGE).join();
-    assertThat(waiting.join()).contains(USAGE);
+    store.put(List.of(B, A), null, USAGE).join();
+    assertThat(waiting.join().usage()).contains(USAGE);
     assertThat(store.waiters()).isZero();
     assertThat(store.size()).isZero();
-    assertThat(store.take(List.of(B)).join()).isEmpty();
+    assertThat(store.take(List.of(B), null).join().usage()).isEmpty();
   }
 
   @Test
   void awaitReturnsAnEntryAlreadyThere() {
-    store.put(List.of(A), USAGE).join();
-    assertThat(store.await(List.of(A), Duration.ofSeconds(5)).join()).contains(USAGE);
+    store.put(List.of(A), null, USAGE).join();
+    assertThat(store.await(List.of(A), null, Duration.ofSeconds(5)).join().usage()).contains(USAGE);
   }
 
   @Test
   void awaitTimesOutEmptyAndLeavesNoWaiter() {
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofMillis(50));
-    assertThat(waiting.orTimeout(5, TimeUnit.SECONDS).join()).isEmpty();
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofMillis(50));
+    assertThat(waiting.orTimeout(5, TimeUnit.SECONDS).join().usage()).isEmpty();
     assertThat(store.waiters()).isZero();
-    store.put(List.of(A), USAGE).join();
+    store.put(List.of(A), null, USAGE).join();
     assertThat(store.size()).isEqualTo(1);
   }
 
   @Test
   void cancelledWaiterIsWithdrawn() {
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(A), Duration.ofSeconds(5));
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofSeconds(5));
     waiting.cancel(false);
     assertThat(store.waiters()).isZero();
-    store.put(List.of(A), USAGE).join();
-    assertThat(store.take(List.of(A)).join()).contains(USAGE);
+    store.put(List.of(A), null, USAGE).join();
+    assertThat(store.take(List.of(A), null).join().usage()).contains(USAGE);
   }
 
   @Test
   void twoWaitersOnOneKeyGetAtMostOneEntry() {
-    var first = store.await(List.of(A), Duration.ofMillis(200));
-    var second = store.await(List.of(A), Duration.ofMillis(200));
-    store.put(List.of(A), USAGE).join();
-    assertThat(first.join()).contains(USAGE);
-    assertThat(second.orTimeout(5, TimeUnit.SECONDS).join()).isEmpty();
+    var first = store.await(List.of(A), null, Duration.ofMillis(200));
+    var second = store.await(List.of(A), null, Duration.ofMillis(200));
+    store.put(List.of(A), null, USAGE).join();
+    assertThat(first.join().usage()).contains(USAGE);
+    assertThat(second.orTimeout(5, TimeUnit.SECONDS).join().usage()).isEmpty();
   }
 
   @Test
   void sizeIsBounded() {
     MemoryContextUsageStore small = new MemoryContextUsageStore(Duration.ofSeconds(60), 10, timer, ticker);
     for (int i = 0; i < 100; i++) {
-      small.put(List.of(new CorrelationKey(Source.HEADER, "k" + i)), USAGE).join();
+      small.put(List.of(new CorrelationKey(Source.HEADER, "k" + i)), null, USAGE).join();
     }
     small.cleanUp();
     assertThat(small.size()).isLessThanOrEqualTo(10);

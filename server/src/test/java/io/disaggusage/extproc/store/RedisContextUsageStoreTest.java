@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.classify.CorrelationKey.Source;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.lettuce.core.RedisClient;
@@ -34,6 +35,8 @@ import org.junit.jupiter.api.Test;
 class RedisContextUsageStoreTest {
   private static final CorrelationKey A = new CorrelationKey(Source.TRTLLM, "2748779069441234567");
   private static final CorrelationKey B = new CorrelationKey(Source.TRTLLM, "2748779069441234999");
+  private static final PromptFingerprint FP = new PromptFingerprint(0x0123456789abcdefL, 0x0123456789abcdefL);
+  private static final String FP_HEX = "0123456789abcdef0123456789abcdef";
   private static final ContextUsage USAGE =
       new ContextUsage(BigInteger.valueOf(101), Map.of("cached_tokens", "7"), BigInteger.valueOf(7));
   private static final Duration TIMEOUT = Duration.ofMillis(100);
@@ -77,7 +80,7 @@ class RedisContextUsageStoreTest {
   }
 
   @Test
-  void keysAndValueFollowTheDocumentedV1FormatAndEveryKeyHasATtl() throws Exception {
+  void keysAndValueFollowTheDocumentedV2FormatAndEveryKeyHasATtl() throws Exception {
     RedisContextUsageStore store = open(settings(redis.uri(), "fmt:", Duration.ofSeconds(30)));
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
     RedisClient subscriber = RedisClient.create(redis.uri());
@@ -91,36 +94,41 @@ class RedisContextUsageStoreTest {
             wakeUps.add(channel + " " + message);
           }
         });
-    pubsub.sync().subscribe("fmt:v1:ready");
+    pubsub.sync().subscribe("fmt:v2:ready");
 
     Map<String, String> details = new LinkedHashMap<>();
     details.put("cached_tokens", "7");
     details.put("audio_tokens", "0");
-    store.put(List.of(A, B), new ContextUsage(new BigInteger("9007199254740993"), details, BigInteger.valueOf(7)))
+    store.put(List.of(A, B), FP, new ContextUsage(new BigInteger("9007199254740993"), details, BigInteger.valueOf(7)))
         .join();
 
     var redisSync = plainConnection().sync();
     assertThat(redisSync.keys("*"))
         .containsExactlyInAnyOrder(
-            "{fmt:v1}:ctx:trt:2748779069441234567",
-            "{fmt:v1}:ctx:trt:2748779069441234999",
-            "{fmt:v1}:entries");
-    String value = redisSync.get("{fmt:v1}:ctx:trt:2748779069441234567");
-    assertThat(redisSync.get("{fmt:v1}:ctx:trt:2748779069441234999")).isEqualTo(value);
+            "{fmt:v2}:ctx:" + FP_HEX + ":trt:2748779069441234567",
+            "{fmt:v2}:ctx:" + FP_HEX + ":trt:2748779069441234999",
+            "{fmt:v2}:fps:trt:2748779069441234567",
+            "{fmt:v2}:fps:trt:2748779069441234999",
+            "{fmt:v2}:entries");
+    String value = redisSync.get("{fmt:v2}:ctx:" + FP_HEX + ":trt:2748779069441234567");
+    assertThat(redisSync.get("{fmt:v2}:ctx:" + FP_HEX + ":trt:2748779069441234999")).isEqualTo(value);
+    assertThat(redisSync.zrange("{fmt:v2}:fps:trt:2748779069441234567", 0, -1)).containsExactly(FP_HEX);
     assertThat(value)
         .matches(
-            "\\{\"v\":1,\"id\":\"[0-9a-f-]{36}\",\"keys\":\\[\"trt:2748779069441234567\",\"trt:2748779069441234999\"],"
+            "\\{\"v\":2,\"id\":\"[0-9a-f-]{36}\",\"fp\":\"" + FP_HEX + "\",\"keys\":\\[\"trt:2748779069441234567\",\"trt:2748779069441234999\"],"
                 + "\"prompt_tokens\":\"9007199254740993\",\"cached_tokens\":\"7\","
                 + "\"details\":\\{\"cached_tokens\":\"7\",\"audio_tokens\":\"0\"}}");
     String id = new ObjectMapper().readTree(value).get("id").textValue();
     for (String key : redisSync.keys("*")) {
       assertThat(redisSync.pttl(key)).as(key).isBetween(1L, 30_000L);
     }
-    assertThat(redisSync.zrange("{fmt:v1}:entries", 0, -1)).containsExactly(id);
+    assertThat(redisSync.zrange("{fmt:v2}:entries", 0, -1)).containsExactly(id);
     assertThat(wakeUps.poll(5, TimeUnit.SECONDS))
-        .isEqualTo("fmt:v1:ready [\"trt:2748779069441234567\",\"trt:2748779069441234999\"]");
+        .isEqualTo(
+            "fmt:v2:ready {\"fp\":\"" + FP_HEX + "\",\"keys\":[\"trt:2748779069441234567\",\"trt:2748779069441234999\"]}");
 
-    assertThat(store.take(List.of(B)).join()).isPresent();
+    assertThat(store.take(List.of(B), null).join()).isEqualTo(ContextLookup.MISMATCH);
+    assertThat(store.take(List.of(B), FP).join().usage()).isPresent();
     assertThat(redisSync.keys("*")).isEmpty(); // the index went with its last member
   }
 
@@ -130,16 +138,34 @@ class RedisContextUsageStoreTest {
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
     var redisSync = plainConnection().sync();
     String value =
-        "{\"v\":1,\"id\":\"e1\",\"keys\":[\"xrid:abc\",\"hdr:abc\"],\"prompt_tokens\":\"18446744073709551616\","
+        "{\"v\":2,\"id\":\"e1\",\"fp\":\"-\",\"keys\":[\"xrid:abc\",\"hdr:abc\"],\"prompt_tokens\":\"18446744073709551616\","
             + "\"cached_tokens\":\"5\",\"details\":{\"cached_tokens\":\"5\",\"x\":\"[1,{\\\"y\\\":2.50}]\"}}";
-    redisSync.psetex("{doc:v1}:ctx:xrid:abc", 30_000, value);
-    redisSync.psetex("{doc:v1}:ctx:hdr:abc", 30_000, value);
-    Optional<ContextUsage> taken = store.take(List.of(new CorrelationKey(Source.HEADER, "abc"))).join();
+    redisSync.psetex("{doc:v2}:ctx:-:xrid:abc", 30_000, value);
+    redisSync.psetex("{doc:v2}:ctx:-:hdr:abc", 30_000, value);
+    Optional<ContextUsage> taken = store.take(List.of(new CorrelationKey(Source.HEADER, "abc")), null).join().usage();
     Map<String, String> details = new LinkedHashMap<>();
     details.put("cached_tokens", "5");
     details.put("x", "[1,{\"y\":2.50}]");
     assertThat(taken).contains(new ContextUsage(new BigInteger("18446744073709551616"), details, BigInteger.valueOf(5)));
-    assertThat(redisSync.exists("{doc:v1}:ctx:xrid:abc", "{doc:v1}:ctx:hdr:abc")).isZero();
+    assertThat(redisSync.exists("{doc:v2}:ctx:-:xrid:abc", "{doc:v2}:ctx:-:hdr:abc")).isZero();
+  }
+
+  /**
+   * A rolling upgrade: a v1 replica's entry (unbound, under v1 names) is never read by this version,
+   * not even by an unbound leg, for an unbound entry is what a colliding or forged key could take.
+   */
+  @Test
+  void aV1EntryLeftByAnOlderReplicaIsIgnored() throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), "old:", Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    var redisSync = plainConnection().sync();
+    String v1 =
+        "{\"v\":1,\"id\":\"e1\",\"keys\":[\"xrid:abc\"],\"prompt_tokens\":\"9\",\"cached_tokens\":\"0\",\"details\":{}}";
+    redisSync.psetex("{old:v1}:ctx:xrid:abc", 30_000, v1);
+    CorrelationKey key = new CorrelationKey(Source.REQUEST_ID, "abc");
+    assertThat(store.take(List.of(key), null).join()).isEqualTo(ContextLookup.MISS);
+    assertThat(store.take(List.of(key), FP).join()).isEqualTo(ContextLookup.MISS);
+    assertThat(redisSync.get("{old:v1}:ctx:xrid:abc")).isEqualTo(v1);
   }
 
   @Test
@@ -147,11 +173,11 @@ class RedisContextUsageStoreTest {
     RedisContextUsageStore store = open(settings(redis.uri(), "bad:", Duration.ofSeconds(30)));
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
     var redisSync = plainConnection().sync();
-    redisSync.psetex("{bad:v1}:ctx:trt:2748779069441234567", 30_000, "{\"v\":2}");
-    assertThatThrownBy(() -> store.take(List.of(A)).join())
+    redisSync.psetex("{bad:v2}:ctx:-:trt:2748779069441234567", 30_000, "{\"v\":3}");
+    assertThatThrownBy(() -> store.take(List.of(A), null).join().usage())
         .hasRootCauseInstanceOf(IllegalArgumentException.class)
-        .hasRootCauseMessage("stored value is not a v1 entry");
-    assertThat(store.take(List.of(A)).join()).isEmpty();
+        .hasRootCauseMessage("stored value is not a v2 entry");
+    assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
   }
 
   @Test
@@ -159,10 +185,10 @@ class RedisContextUsageStoreTest {
     RedisContextUsageStore store = open(settings(redis.uri(), "ovr:", Duration.ofSeconds(30)));
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
     ContextUsage newer = new ContextUsage(BigInteger.valueOf(55), Map.of(), BigInteger.ZERO);
-    store.put(List.of(A, B), USAGE).join();
-    store.put(List.of(B), newer).join(); // a retry reusing one id
-    assertThat(store.take(List.of(A)).join()).contains(USAGE);
-    assertThat(store.take(List.of(B)).join()).contains(newer);
+    store.put(List.of(A, B), null, USAGE).join();
+    store.put(List.of(B), null, newer).join(); // a retry reusing one id
+    assertThat(store.take(List.of(A), null).join().usage()).contains(USAGE);
+    assertThat(store.take(List.of(B), null).join().usage()).contains(newer);
   }
 
   @Test
@@ -172,8 +198,8 @@ class RedisContextUsageStoreTest {
     RedisContextUsageStore two = open(settings);
     RedisStores.awaitReady(one, Duration.ofSeconds(10));
     RedisStores.awaitReady(two, Duration.ofSeconds(10));
-    one.put(List.of(A, B), USAGE).join();
-    two.put(List.of(new CorrelationKey(Source.HEADER, "h")), USAGE).join();
+    one.put(List.of(A, B), null, USAGE).join();
+    two.put(List.of(new CorrelationKey(Source.HEADER, "h")), null, USAGE).join();
     assertThat(one.countEntries().join()).isEqualTo(2);
     awaitValue(() -> two.size(), 2L, Duration.ofSeconds(5));
   }
@@ -184,16 +210,16 @@ class RedisContextUsageStoreTest {
     RedisContextUsageStore store =
         open(settings("redis://127.0.0.1:" + port, "late:", Duration.ofSeconds(30)));
     assertThat(store.isReady()).isFalse();
-    assertFailsWithin(() -> store.put(List.of(A), USAGE), SLACK);
-    assertFailsWithin(() -> store.take(List.of(A)), SLACK);
-    assertFailsWithin(() -> store.await(List.of(A), Duration.ofSeconds(5)), SLACK);
+    assertFailsWithin(() -> store.put(List.of(A), null, USAGE), SLACK);
+    assertFailsWithin(() -> store.take(List.of(A), null), SLACK);
+    assertFailsWithin(() -> store.await(List.of(A), null, Duration.ofSeconds(5)), SLACK);
     assertThat(store.waiters()).isZero();
 
     RedisServer late = RedisServer.startOn(port);
     closeables.add(late);
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
-    store.put(List.of(A), USAGE).join();
-    assertThat(store.take(List.of(A)).join()).contains(USAGE);
+    store.put(List.of(A), null, USAGE).join();
+    assertThat(store.take(List.of(A), null).join().usage()).contains(USAGE);
   }
 
   @Test
@@ -207,9 +233,9 @@ class RedisContextUsageStoreTest {
     redis.stop();
     RedisStores.awaitState(store, false, Duration.ofSeconds(5));
     for (int i = 0; i < 5; i++) {
-      assertFailsWithin(() -> store.put(List.of(A), USAGE), TIMEOUT.plus(SLACK));
-      assertFailsWithin(() -> store.take(List.of(A)), TIMEOUT.plus(SLACK));
-      assertFailsWithin(() -> store.await(List.of(A), Duration.ofSeconds(5)), TIMEOUT.plus(SLACK));
+      assertFailsWithin(() -> store.put(List.of(A), null, USAGE), TIMEOUT.plus(SLACK));
+      assertFailsWithin(() -> store.take(List.of(A), null), TIMEOUT.plus(SLACK));
+      assertFailsWithin(() -> store.await(List.of(A), null, Duration.ofSeconds(5)), TIMEOUT.plus(SLACK));
     }
     assertThat(store.waiters()).isZero();
 
@@ -217,25 +243,25 @@ class RedisContextUsageStoreTest {
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
     RedisStores.awaitReady(other, Duration.ofSeconds(10));
     // The pub/sub subscription came back too: a waiter here is woken by a put on the other replica.
-    CompletableFuture<Optional<ContextUsage>> waiting = store.await(List.of(B), Duration.ofSeconds(5));
-    other.put(List.of(B), USAGE).join();
-    assertThat(waiting.get(5, TimeUnit.SECONDS)).contains(USAGE);
+    CompletableFuture<ContextLookup> waiting = store.await(List.of(B), null, Duration.ofSeconds(5));
+    other.put(List.of(B), null, USAGE).join();
+    assertThat(waiting.get(5, TimeUnit.SECONDS).usage()).contains(USAGE);
   }
 
   @Test
   void aStalledRedisCostsAnOperationTheTimeoutNotMore() throws Exception {
     RedisContextUsageStore store = open(settings(redis.uri(), "slow:", Duration.ofSeconds(30)));
     RedisStores.awaitReady(store, Duration.ofSeconds(10));
-    store.put(List.of(A), USAGE).join();
+    store.put(List.of(A), null, USAGE).join();
     plainConnection().sync().clientPause(1500); // every client's commands wait 1.5 s
     long start = System.nanoTime();
-    assertThatThrownBy(() -> store.take(List.of(A)).join()).hasCauseInstanceOf(RedisCommandTimeoutException.class);
+    assertThatThrownBy(() -> store.take(List.of(A), null).join().usage()).hasCauseInstanceOf(RedisCommandTimeoutException.class);
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(TIMEOUT.plus(SLACK));
     Thread.sleep(1600);
     // The timed-out take may have run once Redis resumed; either way the entry is used at most once.
-    Optional<ContextUsage> after = store.take(List.of(A)).get(5, TimeUnit.SECONDS);
-    store.put(List.of(B), USAGE).join();
-    assertThat(store.take(List.of(B)).join()).contains(USAGE);
+    Optional<ContextUsage> after = store.take(List.of(A), null).get(5, TimeUnit.SECONDS).usage();
+    store.put(List.of(B), null, USAGE).join();
+    assertThat(store.take(List.of(B), null).join().usage()).contains(USAGE);
     assertThat(after.isEmpty() || after.get().equals(USAGE)).isTrue();
   }
 
@@ -283,7 +309,7 @@ class RedisContextUsageStoreTest {
     assertThat(entry.usage())
         .isEqualTo(new ContextUsage(BigInteger.valueOf(4096), Map.of("cached_tokens", "1024"), BigInteger.valueOf(1024)));
     RedisEntryFormat format = new RedisEntryFormat("disagg_usage:");
-    assertThat(doc).contains(format.key("trt:2748779069441234567"), format.indexKey().replace("disagg_usage:", "<prefix>"));
+    assertThat(doc).contains(format.key("0123456789abcdef0123456789abcdef", "trt:2748779069441234567"), format.indexKey().replace("disagg_usage:", "<prefix>"));
   }
 
   private static void assertFailsWithin(Supplier<CompletableFuture<?>> operation, Duration limit) throws Exception {

@@ -101,9 +101,9 @@ public final class StoreRoundTripBenchmark {
       List<CorrelationKey> keys =
           List.of(new CorrelationKey(Source.TRTLLM, name + "-d" + i), new CorrelationKey(Source.TRTLLM, name + "-c" + i));
       long start = System.nanoTime();
-      store.put(keys, USAGE).get(5, TimeUnit.SECONDS);
+      store.put(keys, null, USAGE).get(5, TimeUnit.SECONDS);
       long stored = System.nanoTime();
-      if (store.take(List.of(keys.get(1))).get(5, TimeUnit.SECONDS).isEmpty()) {
+      if (store.take(List.of(keys.get(1)), null).get(5, TimeUnit.SECONDS).usage().isEmpty()) {
         throw new IllegalStateException(name + ": entry " + i + " not found");
       }
       takes[i] = System.nanoTime() - stored;

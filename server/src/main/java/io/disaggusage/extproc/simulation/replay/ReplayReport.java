@@ -31,6 +31,9 @@ public record ReplayReport(Replay.Result result, String namespace, byte[] genera
           "no context usage for this generation exchange: check that the context leg is classified as"
               + " context and that both legs carry the same correlation key",
           "context_timeout", "the context usage did not arrive within ordering.context_wait",
+          "fingerprint_mismatch",
+          "the correlation key held context usage of another prompt only (a shared X-Request-Id or a forged"
+              + " context leg): both legs must carry the same model and prompt",
           "not_disaggregated",
           "not recognised as a leg of a disaggregated flow (path, phase markers, cluster names), or not 2xx",
           "no_usage", "the response carries no usage object (did the client ask for stream_options.include_usage?)",
