@@ -569,7 +569,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
    * held other flows' usage (a shared or forged key, warned about by its source), else {@code otherwise}.
    */
   private Outcome missOutcome(ContextLookup lookup, Outcome otherwise) {
-    if (lookup.isFound() || !lookup.isMismatch()) {
+    if (!lookup.isMismatch()) {
       return otherwise;
     }
     services.warnings().fingerprintMismatch(classification.keys().get(0).source());

@@ -24,12 +24,11 @@ import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
 import io.disaggusage.extproc.simulation.envoy.Exchange;
 import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
-import io.disaggusage.extproc.store.ContextLookup;
 import io.disaggusage.extproc.store.ContextUsageStore;
+import io.disaggusage.extproc.store.ForwardingStore;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -155,42 +154,16 @@ class FingerprintBindingTest {
   }
 
   /** A store whose every put is bound to a fingerprint no leg has: as if each context leg had another prompt. */
-  static final class AnotherPromptsStore implements ContextUsageStore {
+  static final class AnotherPromptsStore extends ForwardingStore {
     static final PromptFingerprint FOREIGN = new PromptFingerprint(0x5eed5eed5eed5eedL, 0x0badc0de0badc0deL);
-    private final ContextUsageStore real;
 
     AnotherPromptsStore(ContextUsageStore real) {
-      this.real = real;
+      super(real);
     }
 
     @Override
     public CompletableFuture<Void> put(List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
       return real.put(keys, FOREIGN, usage);
-    }
-
-    @Override
-    public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
-      return real.take(keys, fingerprint);
-    }
-
-    @Override
-    public CompletableFuture<ContextLookup> await(List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
-      return real.await(keys, fingerprint, timeout);
-    }
-
-    @Override
-    public long size() {
-      return real.size();
-    }
-
-    @Override
-    public int waiters() {
-      return real.waiters();
-    }
-
-    @Override
-    public void close() {
-      real.close();
     }
   }
 

@@ -18,7 +18,7 @@ import java.util.function.Supplier;
  * loaded (writes land {@code delay} late) or restarted (everything stored so far is gone). Stands in
  * for Redis faults in service-level tests.
  */
-public final class FaultyStore implements ContextUsageStore {
+public final class FaultyStore extends ForwardingStore {
   /** What the next operations do. */
   public enum Mode {
     UP,
@@ -33,7 +33,6 @@ public final class FaultyStore implements ContextUsageStore {
     THROWING
   }
 
-  private final ContextUsageStore real;
   private final ScheduledExecutorService timer;
   private volatile Mode mode = Mode.UP;
   private volatile Duration delay = Duration.ofMillis(500);
@@ -42,7 +41,7 @@ public final class FaultyStore implements ContextUsageStore {
 
   /** {@code real}: any store; {@link #restart()} needs the memory store. */
   public FaultyStore(ContextUsageStore real, ScheduledExecutorService timer) {
-    this.real = real;
+    super(real);
     this.timer = timer;
   }
 
@@ -137,22 +136,7 @@ public final class FaultyStore implements ContextUsageStore {
   }
 
   @Override
-  public long size() {
-    return real.size();
-  }
-
-  @Override
-  public int waiters() {
-    return real.waiters();
-  }
-
-  @Override
   public boolean isReady() {
     return (mode == Mode.UP || mode == Mode.SLOW || mode == Mode.LATE_WRITES) && real.isReady();
-  }
-
-  @Override
-  public void close() {
-    real.close();
   }
 }
