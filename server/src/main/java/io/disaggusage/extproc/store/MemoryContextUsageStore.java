@@ -2,7 +2,6 @@ package io.disaggusage.extproc.store;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.RemovalCause;
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.PromptFingerprint;
@@ -23,10 +22,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * All operations complete immediately except {@link #await}, which completes on a put or on its
  * deadline (scheduled, never blocking a thread).
  *
- * <p>Beside the cache, {@code fingerprintsByKey} lists the fingerprints held under each store key,
+ * <p>Beside the cache, {@code fingerprintsByKey} lists the fingerprints put under each store key,
  * oldest first: it enforces {@link ContextUsageStore#ENTRIES_PER_KEY} and tells a miss from a
- * fingerprint mismatch. The cache stays the truth; a listed fingerprint whose cache entry has gone is
- * ignored and dropped at the next change.
+ * fingerprint mismatch. The entry cache stays the truth: a listed fingerprint whose entry has gone
+ * (consumed, expired, evicted) is ignored, and dropped at the key's next put. The list itself expires
+ * a TTL after that put, when every entry it names has expired too, so a take never has to touch it.
  */
 public final class MemoryContextUsageStore implements ContextUsageStore {
 
@@ -74,8 +74,8 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
   }
 
   private final Cache<String, Entry> entries;
-  /** Store key → fingerprints held under it, oldest first; immutable lists, replaced on change. */
-  private final ConcurrentHashMap<String, List<String>> fingerprintsByKey = new ConcurrentHashMap<>();
+  /** Store key → fingerprints put under it, oldest first; immutable lists, replaced on each put. */
+  private final Cache<String, List<String>> fingerprintsByKey;
   private final ConcurrentHashMap<String, List<Waiter>> waiting = new ConcurrentHashMap<>();
   private final ScheduledExecutorService timer;
 
@@ -92,12 +92,13 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
             .maximumSize(maxEntries)
             .ticker(ticker)
             .executor(Runnable::run)
-            .<String, Entry>removalListener(
-                (cacheKey, entry, cause) -> {
-                  if (cause != RemovalCause.REPLACED && cacheKey != null && entry != null) {
-                    forget(storeKeyOf(cacheKey, entry.fingerprint));
-                  }
-                })
+            .build();
+    this.fingerprintsByKey =
+        Caffeine.newBuilder()
+            .expireAfterWrite(ttl)
+            .maximumSize(maxEntries)
+            .ticker(ticker)
+            .executor(Runnable::run)
             .build();
     this.timer = timer;
   }
@@ -128,7 +129,7 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     Entry entry = new Entry(usage, tag, storeKeys);
     for (String key : storeKeys) {
       List<String> evicted = new ArrayList<>();
-      fingerprintsByKey.compute(key, (k, held) -> admit(k, held, tag, evicted));
+      fingerprintsByKey.asMap().compute(key, (k, held) -> admit(k, held, tag, evicted));
       evicted.forEach(old -> entries.invalidate(cacheKey(old, key)));
       entries.put(cacheKey(tag, key), entry);
     }
@@ -207,11 +208,13 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
   /** Drops every entry (waiters stay): what a restart of a store without persistence looks like. */
   public void clearEntries() {
     entries.invalidateAll();
+    fingerprintsByKey.invalidateAll();
   }
 
   /** Drops expired entries now; Caffeine otherwise does it lazily on access. */
   public void cleanUp() {
     entries.cleanUp();
+    fingerprintsByKey.cleanUp();
   }
 
   @Override
@@ -219,6 +222,7 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     waiting.values().forEach(list -> List.copyOf(list).forEach(w -> w.future.complete(ContextLookup.MISS)));
     waiting.clear();
     entries.invalidateAll();
+    fingerprintsByKey.invalidateAll();
   }
 
   private ContextLookup takeNow(List<String> storeKeys, String tag) {
@@ -259,19 +263,13 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     return List.copyOf(kept);
   }
 
-  /** Drops from a key's list the fingerprints whose entries have gone (consumed, expired, evicted). */
-  private void forget(String key) {
-    fingerprintsByKey.computeIfPresent(
-        key,
-        (k, held) -> {
-          List<String> live = held.stream().filter(t -> entries.asMap().containsKey(cacheKey(t, k))).toList();
-          return live.isEmpty() ? null : live;
-        });
-  }
-
   private boolean holdsOtherFingerprints(List<String> storeKeys, String tag) {
     for (String key : storeKeys) {
-      for (String other : fingerprintsByKey.getOrDefault(key, List.of())) {
+      List<String> held = fingerprintsByKey.getIfPresent(key);
+      if (held == null) {
+        continue;
+      }
+      for (String other : held) {
         if (!other.equals(tag) && entries.getIfPresent(cacheKey(other, key)) != null) {
           return true;
         }
@@ -306,10 +304,6 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
    */
   private static String cacheKey(String tag, String storeKey) {
     return tag + ":" + storeKey;
-  }
-
-  private static String storeKeyOf(String cacheKey, String tag) {
-    return cacheKey.substring(tag.length() + 1);
   }
 
   private static List<String> storeKeys(List<CorrelationKey> keys) {

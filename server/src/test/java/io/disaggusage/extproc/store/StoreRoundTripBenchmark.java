@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.store;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.classify.CorrelationKey.Source;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.math.BigInteger;
@@ -43,6 +44,9 @@ public final class StoreRoundTripBenchmark {
       return sorted[Math.min(sorted.length - 1, (int) Math.ceil(quantile * sorted.length) - 1)];
     }
   }
+
+  /** Both legs of every timed flow carry one: the lookups compare it, as in production. */
+  private static final PromptFingerprint FINGERPRINT = new PromptFingerprint(0x1234_5678_9abc_def0L, 0x0fed_cba9_8765_4321L);
 
   public static void main(String[] args) throws Exception {
     int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
@@ -101,9 +105,9 @@ public final class StoreRoundTripBenchmark {
       List<CorrelationKey> keys =
           List.of(new CorrelationKey(Source.TRTLLM, name + "-d" + i), new CorrelationKey(Source.TRTLLM, name + "-c" + i));
       long start = System.nanoTime();
-      store.put(keys, null, USAGE).get(5, TimeUnit.SECONDS);
+      store.put(keys, FINGERPRINT, USAGE).get(5, TimeUnit.SECONDS);
       long stored = System.nanoTime();
-      if (store.take(List.of(keys.get(1)), null).get(5, TimeUnit.SECONDS).usage().isEmpty()) {
+      if (store.take(List.of(keys.get(1)), FINGERPRINT).get(5, TimeUnit.SECONDS).usage().isEmpty()) {
         throw new IllegalStateException(name + ": entry " + i + " not found");
       }
       takes[i] = System.nanoTime() - stored;
