@@ -86,21 +86,19 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
    */
   public MemoryContextUsageStore(
       Duration ttl, long maxEntries, ScheduledExecutorService timer, Ticker ticker) {
-    this.entries =
-        Caffeine.newBuilder()
-            .expireAfterWrite(ttl)
-            .maximumSize(maxEntries)
-            .ticker(ticker)
-            .executor(Runnable::run)
-            .build();
-    this.fingerprintsByKey =
-        Caffeine.newBuilder()
-            .expireAfterWrite(ttl)
-            .maximumSize(maxEntries)
-            .ticker(ticker)
-            .executor(Runnable::run)
-            .build();
+    this.entries = boundedCache(ttl, maxEntries, ticker);
+    this.fingerprintsByKey = boundedCache(ttl, maxEntries, ticker);
     this.timer = timer;
+  }
+
+  /** Entries live {@code ttl} after their last write; maintenance runs on the calling thread. */
+  private static <V> Cache<String, V> boundedCache(Duration ttl, long maxEntries, Ticker ticker) {
+    return Caffeine.newBuilder()
+        .expireAfterWrite(ttl)
+        .maximumSize(maxEntries)
+        .ticker(ticker)
+        .executor(Runnable::run)
+        .build();
   }
 
   public MemoryContextUsageStore(Duration ttl, long maxEntries, ScheduledExecutorService timer) {
