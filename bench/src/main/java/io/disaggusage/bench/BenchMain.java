@@ -1,6 +1,7 @@
 package io.disaggusage.bench;
 
 import io.disaggusage.bench.e2e.EndToEnd;
+import io.disaggusage.bench.jmh.FingerprintBench;
 import io.disaggusage.bench.jmh.GrowthBench;
 import io.disaggusage.bench.jmh.JsonBench;
 import io.disaggusage.bench.jmh.SseBench;
@@ -178,6 +179,7 @@ public final class BenchMain {
         .include("^" + SseBench.class.getName().replace(".", "\\.") + "\\.")
         .include("^" + JsonBench.class.getName().replace(".", "\\.") + "\\.")
         .include("^" + GrowthBench.class.getName().replace(".", "\\.") + "\\.")
+        .include("^" + FingerprintBench.class.getName().replace(".", "\\.") + "\\.")
         .mode(Mode.AverageTime)
         .timeUnit(TimeUnit.NANOSECONDS)
         .threads(1)
@@ -293,6 +295,23 @@ public final class BenchMain {
         verdicts.add(new Verdict("1 MiB JSON rewrite allocates <= 64 KiB per operation", bytes(a),
             !Double.isNaN(a) && a <= 64 * 1024));
       }
+    }
+    fingerprint(t, jmh);
+  }
+
+  /** The request-body scan with and without the prompt fingerprint, same run, same bytes. */
+  private static void fingerprint(Table t, Map<String, RunResult> jmh) {
+    for (String size : new String[] {"1024", "65536", "1048576"}) {
+      String with = "FingerprintBench.scanWithFingerprint:" + size;
+      String without = "FingerprintBench.scanWithoutFingerprint:" + size;
+      if (!jmh.containsKey(with)) {
+        continue;
+      }
+      double w = ns(jmh, with);
+      double wo = ns(jmh, without);
+      t.line(String.format(Locale.ROOT, "| request scan %s chat, with fingerprint / without | %.1f us / %.1f us (%.2fx) | %.0f MB/s | %s / %s |",
+          bytes(Integer.parseInt(size)), w / 1e3, wo / 1e3, w / wo, Integer.parseInt(size) * 1e3 / w,
+          bytes(alloc(jmh, with)), bytes(alloc(jmh, without))));
     }
   }
 

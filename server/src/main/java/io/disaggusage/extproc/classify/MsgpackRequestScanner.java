@@ -44,6 +44,9 @@ import org.msgpack.value.ValueType;
  * string), a fact whose string is longer than its bound above reads as absent (Jackson reads strings
  * up to its own limit), and bin and ext values, which JSON cannot express, are never a fact
  * and make a {@code ctx_usage} that contains one unusable.
+ *
+ * <p>The prompt fingerprint ({@link PromptFingerprinter}) gets the same events as from the JSON
+ * reader; the payload of a string it hashes streams into its digest chunk by chunk, never kept.
  */
 public final class MsgpackRequestScanner implements RequestBodyReader {
   /** Strings that are read must be valid UTF-8: {@code asString()} reports, never replaces. */
@@ -58,6 +61,9 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
   private final int maxFactBytes;
   private final int maxDepth;
   private final RequestFactsBuilder facts;
+  private final PromptFingerprinter fingerprint = new PromptFingerprinter();
+  /** The str/bin/ext payload being read streams into the fingerprint as it arrives. */
+  private boolean payloadFingerprinted;
 
   /** Items still to come in each open container; a map counts its keys and its values. */
   private long[] remaining = new long[8];
@@ -106,6 +112,12 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
             chunk.get(i, kept, keptLength, n);
             keptLength += n;
           }
+          if (payloadFingerprinted) {
+            // The chunk's own bounds, moved and put back: no view allocated per chunk.
+            chunk.limit(i + n).position(i);
+            fingerprint.bytes(chunk);
+            chunk.limit(end);
+          }
           i += n;
           payloadMissing -= n;
           if (payloadMissing == 0) {
@@ -139,7 +151,7 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
 
   @Override
   public RequestFacts facts() {
-    return facts.facts(malformed);
+    return facts.facts(malformed, fingerprint.fingerprint(finished && !malformed));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -223,6 +235,7 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
       return;
     }
     Open open = facts.open(map);
+    fingerprint.startContainer(map);
     if (capture != null) {
       if (map) {
         capture.generator().writeStartObject();
@@ -260,6 +273,7 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
   private void closeContainer() throws IOException {
     depth--;
     facts.close();
+    fingerprint.endContainer();
     if (capture != null) {
       if (isMap[depth]) {
         capture.generator().writeEndObject();
@@ -283,6 +297,14 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
       System.arraycopy(header, 0, kept, 0, headerLength);
       keptLength = headerLength;
     }
+    payloadFingerprinted = fingerprint.hashing();
+    if (payloadFingerprinted) {
+      switch (type) {
+        case STRING -> fingerprint.startString(length);
+        case BINARY -> fingerprint.startBinary(length);
+        default -> fingerprint.startExtension(header[headerLength - 1], length); // the type byte ends an ext header
+      }
+    }
     payloadMissing = length;
     if (length == 0) {
       payloadRead();
@@ -297,6 +319,12 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
     ValueType type = format.getValueType();
     String text = kept == null ? null : decode(kept, keptLength).asStringValue().asString();
     kept = null;
+    if (payloadFingerprinted) {
+      payloadFingerprinted = false;
+      fingerprint.endString();
+    } else if (key) {
+      fingerprint.name(text); // null (a name too long to be a fact's) matches no member either
+    }
     if (type == ValueType.STRING) {
       if (capture != null) {
         captureText(text);
@@ -347,7 +375,29 @@ public final class MsgpackRequestScanner implements RequestBodyReader {
       text = decode(header, headerLength).asIntegerValue().toBigInteger().toString();
     }
     facts.scalar(kind, text);
+    if (fingerprint.hashing()) {
+      fingerprintScalar(type);
+    }
     itemDone();
+  }
+
+  private void fingerprintScalar(ValueType type) throws IOException {
+    switch (type) {
+      case BOOLEAN -> fingerprint.bool(header[0] == (byte) 0xc3);
+      case INTEGER -> {
+        IntegerValue n = decode(header, headerLength).asIntegerValue();
+        if (n.isInLongRange()) {
+          fingerprint.integer(n.toLong());
+        } else {
+          fingerprint.integer(n.toBigInteger()); // uint64 above Long.MAX_VALUE
+        }
+      }
+      case FLOAT -> {
+        // By value: a float32 widens to the double of exactly its value.
+        fingerprint.floating(decode(header, headerLength).asFloatValue().toDouble());
+      }
+      default -> fingerprint.nul();
+    }
   }
 
   private void writeScalar(ValueType type, Kind kind) throws IOException {

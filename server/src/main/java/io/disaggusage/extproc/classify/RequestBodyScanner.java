@@ -12,7 +12,8 @@ import java.nio.ByteBuffer;
  * non-blocking parser: the body is never held, only the values of interest are (plus whatever single
  * token Jackson is in the middle of). Only the top two levels are examined ({@link
  * RequestFactsBuilder}); the one object captured whole is TensorRT-LLM's {@code
- * disaggregated_params.ctx_usage}, bounded by {@code maxCaptureBytes}.
+ * disaggregated_params.ctx_usage}, bounded by {@code maxCaptureBytes}. The prompt fingerprint is
+ * hashed from the same tokens ({@link PromptFingerprinter}), one digest state per open container.
  */
 public final class RequestBodyScanner implements RequestBodyReader {
   private final JsonFactory factory;
@@ -21,6 +22,7 @@ public final class RequestBodyScanner implements RequestBodyReader {
   private final ByteBufferFeeder feeder;
 
   private final RequestFactsBuilder facts;
+  private final PromptFingerprinter fingerprint = new PromptFingerprinter();
   private boolean malformed;
   /** Lexer state across chunks: inside a string, after a backslash in one, a comma held back. */
   private boolean inString;
@@ -147,7 +149,7 @@ public final class RequestBodyScanner implements RequestBodyReader {
 
   @Override
   public RequestFacts facts() {
-    return facts.facts(malformed);
+    return facts.facts(malformed, fingerprint.fingerprint(finished && !malformed));
   }
 
   private void drain() throws IOException {
@@ -167,17 +169,52 @@ public final class RequestBodyScanner implements RequestBodyReader {
           if (open == RequestFactsBuilder.Open.CTX_USAGE) {
             capture = new CtxUsageCapture(factory, maxCaptureBytes);
           }
+          fingerprint.startContainer(token == JsonToken.START_OBJECT);
         }
-        case END_OBJECT, END_ARRAY -> facts.close();
-        case FIELD_NAME -> facts.name(parser.currentName());
+        case END_OBJECT, END_ARRAY -> {
+          facts.close();
+          fingerprint.endContainer();
+        }
+        case FIELD_NAME -> {
+          String name = parser.currentName();
+          facts.name(name);
+          if (fingerprint.hashing()) {
+            // The name as a String: getTextCharacters() on a name token hashed inconsistently (tests).
+            fingerprint.string(name.toCharArray(), 0, name.length());
+          } else {
+            fingerprint.name(name);
+          }
+        }
         default -> {
           if (!facts.scalar(kind(token), facts.wantsText() ? parser.getText() : null)) {
             malformed = true; // a scalar at the top level: not a JSON object body
             finished = true;
             return;
           }
+          if (fingerprint.hashing()) {
+            fingerprintScalar(token);
+          }
         }
       }
+    }
+  }
+
+  /** Jackson has the token whole (its own buffer): its characters are hashed where they lie. */
+  private void fingerprintScalar(JsonToken token) throws IOException {
+    switch (token) {
+      case VALUE_STRING ->
+          fingerprint.string(parser.getTextCharacters(), parser.getTextOffset(), parser.getTextLength());
+      case VALUE_NUMBER_INT -> {
+        JsonParser.NumberType type = parser.getNumberType();
+        if (type == JsonParser.NumberType.INT || type == JsonParser.NumberType.LONG) {
+          fingerprint.integer(parser.getLongValue());
+        } else {
+          fingerprint.integer(parser.getBigIntegerValue());
+        }
+      }
+      case VALUE_NUMBER_FLOAT -> fingerprint.floating(parser.getDoubleValue());
+      case VALUE_TRUE, VALUE_FALSE -> fingerprint.bool(token == JsonToken.VALUE_TRUE);
+      default -> fingerprint.nul(); // VALUE_NULL: JSON has no other scalar
     }
   }
 

@@ -196,7 +196,7 @@ final class RequestFactsBuilder {
     ctxUsage = usageJson == null ? null : parseCtxUsage(usageJson);
   }
 
-  RequestFacts facts(boolean malformed) {
+  RequestFacts facts(boolean malformed, PromptFingerprint fingerprint) {
     return new RequestFacts(
         model,
         stream,
@@ -211,7 +211,7 @@ final class RequestFactsBuilder {
         batchHosts != null ? batchHosts.key() : bootstrapHost,
         bootstrapBatched,
         malformed,
-        null); // the fingerprint: issue 16, computed as the body streams
+        fingerprint);
   }
 
   private Slot slot() {
