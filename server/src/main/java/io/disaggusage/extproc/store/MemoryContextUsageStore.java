@@ -101,16 +101,21 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
         waiter = pollWaiter(key);
       }
     }
-    Entry entry = new Entry(usage, storeKeys);
-    for (String key : storeKeys) {
-      entries.put(key, entry);
-    }
+    Entry entry = restore(usage, storeKeys);
     // A waiter may have registered between the poll above and the cache write; hand it the entry.
+    // If the entry is gone already, the waiter's own re-check took it (and completes the waiter with
+    // it) or another taker did: either way the waiter is left alone, to its re-check or its deadline.
+    // Completing it empty here lost the usage of a concurrent flow whose waiter took it meanwhile.
     for (String key : storeKeys) {
       Waiter waiter = pollWaiter(key);
       if (waiter != null) {
-        waiter.withdraw();
-        claim(entry).ifPresentOrElse(waiter::deliver, () -> waiter.future.complete(Optional.empty()));
+        Optional<ContextUsage> claimed = claim(entry);
+        if (claimed.isPresent()) {
+          waiter.withdraw();
+          if (!waiter.deliver(claimed.get())) {
+            restore(claimed.get(), storeKeys); // the waiter's deadline won meanwhile: keep the usage
+          }
+        }
         break;
       }
     }
@@ -202,6 +207,15 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
       }
     }
     return Optional.empty();
+  }
+
+  /** Writes the usage under every key as one entry (consumed once, whichever key takes it). */
+  private Entry restore(ContextUsage usage, List<String> storeKeys) {
+    Entry entry = new Entry(usage, storeKeys);
+    for (String key : storeKeys) {
+      entries.put(key, entry);
+    }
+    return entry;
   }
 
   private Optional<ContextUsage> claim(Entry entry) {
