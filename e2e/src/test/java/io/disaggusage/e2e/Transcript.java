@@ -70,6 +70,7 @@ final class Transcript {
       }
     }
     StringBuilder through = new StringBuilder();
+    String bodyExtras = null;
     for (ProcessingResponse response : stream.responses()) {
       if (response.hasOverrideMessageTimeout()
           && response.toBuilder().clearOverrideMessageTimeout().build().equals(ProcessingResponse.getDefaultInstance())) {
@@ -90,15 +91,25 @@ final class Transcript {
         if (rest.equals(ProcessingResponse.getDefaultInstance()) && restCommon.equals(restCommon.getDefaultInstanceForType())) {
           continue;
         }
-        flushThrough(lines, through);
-        lines.add("service body reply with " + compact(rest.toString()) + " " + compact(restCommon.toString()));
+        // Metadata goes out with the reply that releases a usage event and again with the last one;
+        // whether those are one reply or two depends on how TCP reads cut the body. What stays is the
+        // last value published during the body, noted after the bytes it came with.
+        bodyExtras = "service body reply with " + compact(rest.toString()) + " " + compact(restCommon.toString());
         continue;
       }
-      flushThrough(lines, through);
+      flushBody(lines, through, bodyExtras);
+      bodyExtras = null;
       lines.add("service " + compact(response.toString()));
     }
-    flushThrough(lines, through);
+    flushBody(lines, through, bodyExtras);
     return lines;
+  }
+
+  private static void flushBody(List<String> lines, StringBuilder through, String bodyExtras) {
+    flushThrough(lines, through);
+    if (bodyExtras != null) {
+      lines.add(bodyExtras);
+    }
   }
 
   private static void flushThrough(List<String> lines, StringBuilder through) {

@@ -132,12 +132,18 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
       entries.put(cacheKey(tag, key), entry);
     }
     // A waiter may have registered between the poll above and the cache write; hand it the entry.
+    // If the entry is gone already, the waiter's own re-check took it (and completes the waiter with
+    // it) or another taker did: either way the waiter is left alone, to its re-check or its deadline.
+    // Completing it empty here lost the usage of a concurrent flow whose waiter took it meanwhile.
     for (String key : storeKeys) {
       Waiter waiter = pollWaiter(key, tag);
       if (waiter != null) {
-        waiter.withdraw();
-        ContextLookup claimed = claim(entry) ? ContextLookup.found(usage) : ContextLookup.MISS;
-        waiter.future.complete(claimed);
+        if (claim(entry)) {
+          waiter.withdraw();
+          if (!waiter.future.complete(ContextLookup.found(usage))) {
+            reinstate(usage, tag, storeKeys); // the waiter's deadline won meanwhile: keep the usage
+          }
+        }
         break;
       }
     }
@@ -259,6 +265,14 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     }
     kept.add(tag);
     return List.copyOf(kept);
+  }
+
+  /** Writes a usage taken back from a waiter that completed meanwhile under its keys again. */
+  private void reinstate(ContextUsage usage, String tag, List<String> storeKeys) {
+    Entry entry = new Entry(usage, tag, storeKeys);
+    for (String key : storeKeys) {
+      entries.put(cacheKey(tag, key), entry);
+    }
   }
 
   private boolean holdsOtherFingerprints(List<String> storeKeys, String tag) {

@@ -73,6 +73,37 @@ class MemoryContextUsageStoreTest {
     assertThat(store.take(List.of(B), null).join().usage()).isEmpty();
   }
 
+  /**
+   * A put and an await of one key at the same moment, many times over: the waiter always gets the
+   * usage. (A put that found the waiter registering, while the waiter's own re-check had already taken
+   * the entry, used to complete it empty: a concurrent SGLang flow then read context_timeout in 0.3 s.)
+   */
+  @Test
+  void aPutRacingAnAwaitNeverLeavesTheWaiterEmpty() throws Exception {
+    var pool = Executors.newFixedThreadPool(2);
+    try {
+      for (int i = 0; i < 20_000; i++) {
+        CorrelationKey key = new CorrelationKey(Source.TRTLLM, "race-" + i);
+        var start = new java.util.concurrent.CountDownLatch(1);
+        var waited = pool.submit(() -> {
+          start.await();
+          return store.await(List.of(key), null, Duration.ofSeconds(30));
+        });
+        var put = pool.submit(() -> {
+          start.await();
+          return store.put(List.of(key), null, USAGE);
+        });
+        start.countDown();
+        put.get().join();
+        assertThat(waited.get().get(5, TimeUnit.SECONDS).usage()).as("round %d", i).contains(USAGE);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(store.waiters()).isZero();
+    assertThat(store.size()).isZero();
+  }
+
   @Test
   void awaitReturnsAnEntryAlreadyThere() {
     store.put(List.of(A), null, USAGE).join();
