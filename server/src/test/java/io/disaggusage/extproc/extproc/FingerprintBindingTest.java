@@ -6,7 +6,6 @@ import static io.disaggusage.extproc.extproc.FaultInjectionTest.config;
 import static io.disaggusage.extproc.extproc.FaultInjectionTest.eventually;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -86,7 +85,7 @@ class FingerprintBindingTest {
         .responseContentLength();
   }
 
-  /** True once the request scanners compute a fingerprint (the other half of issue 16 has landed). */
+  /** The request scanners compute a fingerprint for these bodies (without it both cases could not hold). */
   static boolean fingerprintsComputed() {
     RequestHead head = new RequestHead("POST", PATH, Map.of("content-type", "application/json"), "");
     RequestBodyReader reader = RequestBodyReader.forRequest(head, new JsonFactory(), 64 * 1024);
@@ -105,7 +104,7 @@ class FingerprintBindingTest {
 
   @Test
   void twoFlowsWithOneRequestIdEachGetTheirOwnUsage() throws Exception {
-    assumeTrue(fingerprintsComputed(), "the request scanners do not compute the fingerprint yet");
+    assertThat(fingerprintsComputed()).as("the request scanners compute the fingerprint").isTrue();
     try (ServiceUnderTest s = new ServiceUnderTest(config(64 * 1024 * 1024))) {
       assertClean(Flows.run(s.envoy, leg("x-request-id", KEY, PROMPT_A, true, Wire.usage(120, 1, 64L))));
       assertClean(Flows.run(s.envoy, leg("x-request-id", KEY, PROMPT_B, true, Wire.usage(610, 1, 0L))));
@@ -133,7 +132,7 @@ class FingerprintBindingTest {
    */
   @Test
   void aForgedContextLegCannotMoveTheVictimsUsage() throws Exception {
-    assumeTrue(fingerprintsComputed(), "the request scanners do not compute the fingerprint yet");
+    assertThat(fingerprintsComputed()).as("the request scanners compute the fingerprint").isTrue();
     String victim = "victim-flow-1";
     String prompt = "Victim's long document, summarise it: " + "lorem ipsum ".repeat(40);
     try (ServiceUnderTest s = new ServiceUnderTest(config(64 * 1024 * 1024))) {
