@@ -23,12 +23,14 @@ public final class ExchangeClassifier {
   private final Set<String> generationClusters;
   private final Set<String> paths;
   private final int maxKeyBytes;
+  private final boolean trustIdHeader;
 
   public ExchangeClassifier(Config.Classification config, Config.Limits limits) {
     this.contextClusters = Set.copyOf(config.contextClusters());
     this.generationClusters = Set.copyOf(config.generationClusters());
     this.paths = Set.copyOf(config.paths());
     this.maxKeyBytes = limits.maxKeyBytes();
+    this.trustIdHeader = config.trustIdHeader();
   }
 
   /** Whether the exchange is on a handled path; everything else gets no further messages. */
@@ -37,11 +39,14 @@ public final class ExchangeClassifier {
   }
 
   /**
-   * Whether the request body has to be read: unless headers (or the cluster) settle the phase and an
-   * explicit id header settles correlation, the body may hold the markers, ids or carried usage.
+   * Whether the request body has to be read. It holds the markers, ids and carried usage when headers
+   * (or the cluster) do not settle phase and correlation, and it always holds the prompt fingerprint
+   * that binds the two legs: an {@code x-disagg-request-id} is exactly what a forged context or a
+   * colliding client id carries, so only a deployment that trusts that header (the edge strips it) skips
+   * the read.
    */
   public boolean needsBody(RequestHead head) {
-    return phaseFromHeadOrCluster(head) == null || head.header(ID_HEADER) == null;
+    return !trustIdHeader || phaseFromHeadOrCluster(head) == null || head.header(ID_HEADER) == null;
   }
 
   public Classification classify(RequestHead head, RequestFacts facts) {

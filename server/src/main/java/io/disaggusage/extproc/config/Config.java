@@ -117,12 +117,16 @@ public record Config(
    * @param paths request paths (without query) whose exchanges are inspected
    * @param stripAcceptEncoding remove {@code accept-encoding} from handled requests so workers answer
    *     uncompressed
+   * @param trustIdHeader an exchange whose {@code x-disagg-phase} (or cluster) and {@code
+   *     x-disagg-request-id} headers settle phase and key is not read, so its usage is bound to the key
+   *     alone: only where the edge strips {@code x-disagg-*} from every client request
    */
   public record Classification(
       List<String> contextClusters,
       List<String> generationClusters,
       List<String> paths,
-      boolean stripAcceptEncoding) {}
+      boolean stripAcceptEncoding,
+      boolean trustIdHeader) {}
 
   /** What a generation exchange does when its context usage does not arrive in time. */
   public enum Fallback {
@@ -228,7 +232,8 @@ public record Config(
             List.of(),
             List.of(),
             List.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"),
-            true),
+            true,
+            false),
         new Ordering(Duration.ofSeconds(2), Fallback.PASSTHROUGH),
         new Store(
             StoreType.MEMORY,

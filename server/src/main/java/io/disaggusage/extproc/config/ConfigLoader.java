@@ -153,6 +153,7 @@ public final class ConfigLoader {
               "classification.strip_accept_encoding",
               Kind.BOOL,
               c -> c.classification().stripAcceptEncoding()),
+          key("classification.trust_id_header", Kind.BOOL, c -> c.classification().trustIdHeader()),
           key("ordering.context_wait", Kind.DURATION, c -> c.ordering().contextWait()),
           new Key("ordering.fallback", Kind.ENUM, Config.Fallback.class, c -> c.ordering().fallback()),
           new Key("store.type", Kind.ENUM, Config.StoreType.class, c -> c.store().type()),
@@ -649,7 +650,8 @@ public final class ConfigLoader {
               list("classification.context_clusters"),
               list("classification.generation_clusters"),
               list("classification.paths"),
-              (Boolean) values.get("classification.strip_accept_encoding")),
+              (Boolean) values.get("classification.strip_accept_encoding"),
+              (Boolean) values.get("classification.trust_id_header")),
           new Config.Ordering(
               duration("ordering.context_wait"), (Config.Fallback) values.get("ordering.fallback")),
           new Config.Store(

@@ -16,7 +16,7 @@ class ExchangeClassifierTest {
   private static final ExchangeClassifier CLASSIFIER =
       new ExchangeClassifier(
           new Config.Classification(
-              List.of("prefill-pool"), List.of("decode-pool"), DEFAULTS.classification().paths(), true),
+              List.of("prefill-pool"), List.of("decode-pool"), DEFAULTS.classification().paths(), true, false),
           DEFAULTS.limits());
 
   static RequestHead head(String cluster, String... headerPairs) {
@@ -100,11 +100,23 @@ class ExchangeClassifierTest {
   }
 
   @Test
-  void bodyIsNeededUnlessHeadersSettleEverything() {
+  void bodyIsAlwaysReadForTheFingerprintUnlessTheIdHeaderIsTrusted() {
+    RequestHead settled = head("decode-pool", "x-disagg-request-id", "a");
+    RequestHead headersOnly = head(null, "x-disagg-phase", "context", "x-disagg-request-id", "a");
     assertThat(CLASSIFIER.needsBody(head(null))).isTrue();
     assertThat(CLASSIFIER.needsBody(head("decode-pool"))).isTrue();
-    assertThat(CLASSIFIER.needsBody(head("decode-pool", "x-disagg-request-id", "a"))).isFalse();
-    assertThat(CLASSIFIER.needsBody(head(null, "x-disagg-phase", "context", "x-disagg-request-id", "a")))
-        .isFalse();
+    assertThat(CLASSIFIER.needsBody(settled)).isTrue();
+    assertThat(CLASSIFIER.needsBody(headersOnly)).isTrue();
+
+    ExchangeClassifier trusting =
+        new ExchangeClassifier(
+            new Config.Classification(
+                List.of("prefill-pool"), List.of("decode-pool"), DEFAULTS.classification().paths(), true, true),
+            DEFAULTS.limits());
+    assertThat(trusting.needsBody(head(null))).isTrue();
+    assertThat(trusting.needsBody(head("decode-pool"))).isTrue();
+    assertThat(trusting.needsBody(head(null, "x-disagg-phase", "context"))).isTrue();
+    assertThat(trusting.needsBody(settled)).isFalse();
+    assertThat(trusting.needsBody(headersOnly)).isFalse();
   }
 }

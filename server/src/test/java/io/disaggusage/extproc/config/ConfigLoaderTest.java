@@ -139,7 +139,7 @@ class ConfigLoaderTest {
     assertThat(config.classification())
         .isEqualTo(
             new Config.Classification(
-                List.of("prefill-a", "prefill-b"), List.of("decode-a"), List.of("/v1/chat/completions"), false));
+                List.of("prefill-a", "prefill-b"), List.of("decode-a"), List.of("/v1/chat/completions"), false, false));
     assertThat(config.ordering())
         .isEqualTo(new Config.Ordering(Duration.ofMillis(750), Config.Fallback.PASSTHROUGH));
     assertThat(config.store())
@@ -290,7 +290,7 @@ class ConfigLoaderTest {
                     100,
                     Duration.ofMinutes(5)),
                 new Config.Admin(2),
-                new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false),
+                new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false, false),
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
                 new Config.Store(
                     Config.StoreType.MEMORY,

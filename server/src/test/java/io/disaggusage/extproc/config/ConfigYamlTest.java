@@ -117,7 +117,7 @@ class ConfigYamlTest {
                 Duration.ofMinutes(5)),
             new Config.Admin(65535),
             new Config.Classification(
-                awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false),
+                awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false, true),
             new Config.Ordering(Duration.ofMillis(1500), Config.Fallback.PASSTHROUGH),
             new Config.Store(
                 Config.StoreType.MEMORY,

@@ -287,7 +287,8 @@ public final class ScenarioVectors {
     String expectedStream = stream.replace(start, startFixed).replace(gen, fixed);
     return List.of(
         vector("messagesJsonContextOnChat", Order.CONTEXT_FIRST,
-            leg("/v1/chat/completions", vllmPrefill(), json, Wire.chatCompletion("p", Wire.usage(186, 1, 64L)), "x-request-id", "m-1"),
+            leg("/v1/chat/completions", MessagesScenarioTest.request(true, false), json,
+                Wire.chatCompletion("p", Wire.usage(186, 1, 64L)), "x-request-id", "m-1"),
             leg(path, MessagesScenarioTest.request(false, false), json, body, "x-request-id", "m-1"),
             Wire.message(fixed)),
         vector("messagesStreamContextOnMessages", Order.CONTEXT_FIRST,

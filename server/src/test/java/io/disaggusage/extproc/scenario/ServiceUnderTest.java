@@ -118,7 +118,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.grpc(),
         d.admin(),
         new Config.Classification(
-            List.of(CONTEXT_CLUSTER), List.of(GENERATION_CLUSTER), d.classification().paths(), true),
+            List.of(CONTEXT_CLUSTER), List.of(GENERATION_CLUSTER), d.classification().paths(), true, false),
         new Config.Ordering(contextWait, Config.Fallback.PASSTHROUGH),
         d.store(),
         d.metadata(),
