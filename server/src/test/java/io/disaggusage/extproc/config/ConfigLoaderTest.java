@@ -247,6 +247,7 @@ class ConfigLoaderTest {
     changed.put("classification.generation_clusters", "gen");
     changed.put("classification.paths", "/x");
     changed.put("classification.strip_accept_encoding", "false");
+    changed.put("classification.trust_id_header", "true");
     changed.put("ordering.context_wait", "3s");
     changed.put("ordering.fallback", "passthrough");
     changed.put("store.type", "memory");
@@ -290,7 +291,7 @@ class ConfigLoaderTest {
                     100,
                     Duration.ofMinutes(5)),
                 new Config.Admin(2),
-                new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false, false),
+                new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false, true),
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
                 new Config.Store(
                     Config.StoreType.MEMORY,
