@@ -15,6 +15,7 @@ import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.classify.RequestBodyReader;
 import io.disaggusage.extproc.classify.RequestHead;
+import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.scenario.Flows;
@@ -149,6 +150,70 @@ class FingerprintBindingTest {
       assertThat(metadata(gen, "prompt_tokens")).isEqualTo("450");
       assertThat(metadata(gen, "cached_tokens")).isEqualTo("384");
       assertThat(gen.clientResponse().bodyUtf8()).contains("\"prompt_tokens\":450").contains("\"cached_tokens\":384");
+    }
+  }
+
+  /**
+   * A proxy that appends its own {@code X-Request-Id} to the client's without joining them (llm-d's
+   * sidecar does this; Envoy joins the two into {@code client,uuid}, another proxy may not): the
+   * service reads the first, the client's, which every flow of that client shares. Both forms.
+   */
+  @Test
+  void duplicateRequestIdHeadersKeyOnTheFirstAndStillBindEachFlow() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(config(64 * 1024 * 1024))) {
+      assertClean(Flows.run(s.envoy, leg("x-request-id", KEY, PROMPT_A, true, Wire.usage(120, 1, 64L))
+          .requestHeader("x-request-id", "proxy-uuid-a")));
+      assertClean(Flows.run(s.envoy, leg("x-request-id", KEY, PROMPT_B, true, Wire.usage(610, 1, 0L))
+          .requestHeader("x-request-id", "proxy-uuid-b")));
+      ExchangeResult genB = Flows.run(s.envoy, leg("x-request-id", KEY, PROMPT_B, false, Wire.usage(610, 7, 610L))
+          .requestHeader("x-request-id", "proxy-uuid-b2"));
+      ExchangeResult genA = Flows.run(s.envoy, leg("x-request-id", KEY, PROMPT_A, false, Wire.usage(120, 9, 120L))
+          .requestHeader("x-request-id", "proxy-uuid-a2"));
+
+      assertThat(genA.upstreamRequest().headers().getAll("x-request-id"))
+          .as("the worker got both headers").containsExactly(KEY, "proxy-uuid-a2");
+      assertThat(metadata(genA, "prompt_tokens")).isEqualTo("120");
+      assertThat(metadata(genA, "cached_tokens")).isEqualTo("64");
+      assertThat(metadata(genB, "prompt_tokens")).isEqualTo("610");
+      assertThat(metadata(genB, "cached_tokens")).isEqualTo("0");
+
+      // Joined as Envoy joins them: a value unique per flow, nothing shared.
+      assertClean(Flows.run(s.envoy, leg("x-request-id", KEY + ",uuid-1", PROMPT_A, true, Wire.usage(120, 1, 64L))));
+      ExchangeResult joined = Flows.run(s.envoy, leg("x-request-id", KEY + ",uuid-1", PROMPT_A, false, Wire.usage(120, 9, 120L)));
+      assertThat(outcome(joined)).isEqualTo("rewritten");
+      assertThat(metadata(joined, "cached_tokens")).isEqualTo("64");
+      assertNoLeak(s);
+    }
+  }
+
+  /**
+   * {@code classification.trust_id_header: true} gives up the binding for header-settled exchanges: Envoy
+   * sends their bodies nowhere (one round trip per chunk saved), and a forged context leg under the
+   * victim's {@code x-disagg-request-id}, answered after the victim's own, wins. That is why it is off
+   * by default and documented as safe only behind an edge that strips {@code x-disagg-*}.
+   */
+  @Test
+  void trustingTheIdHeaderSkipsTheBodyAndGivesUpTheBinding() throws Exception {
+    Config d = config(64 * 1024 * 1024);
+    Config.Classification c = d.classification();
+    Config trusting = new Config(d.grpc(), d.admin(),
+        new Config.Classification(c.contextClusters(), c.generationClusters(), c.paths(), c.stripAcceptEncoding(), true),
+        d.ordering(), d.store(), d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.waiting(),
+        d.streaming());
+    String victim = "victim-flow-2";
+    String prompt = "Victim's long document";
+    try (ServiceUnderTest s = new ServiceUnderTest(trusting)) {
+      ExchangeResult stored = Flows.run(s.envoy,
+          leg("x-disagg-request-id", victim, prompt, true, Wire.usage(450, 1, 384L)).requestHeader("x-disagg-phase", "context"));
+      assertClean(stored);
+      assertThat(stored.messagesSent()).as("no request body message").noneMatch(m -> m.hasRequestBody());
+      assertClean(Flows.run(s.envoy,
+          leg("x-disagg-request-id", victim, "hi", true, Wire.usage(3, 1, 0L)).requestHeader("x-disagg-phase", "context")));
+      ExchangeResult gen = Flows.run(s.envoy,
+          leg("x-disagg-request-id", victim, prompt, false, Wire.usage(450, 12, 450L)).requestHeader("x-disagg-phase", "generation"));
+
+      assertThat(outcome(gen)).isEqualTo("rewritten");
+      assertThat(metadata(gen, "prompt_tokens")).as("the forged leg's, by design of the opt-in").isEqualTo("3");
     }
   }
 
