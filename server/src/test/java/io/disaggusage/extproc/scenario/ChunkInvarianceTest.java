@@ -2,19 +2,13 @@ package io.disaggusage.extproc.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.extproc.ExtProcService;
-import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
 import io.disaggusage.extproc.scenario.VectorRunner.Splits;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.simulation.envoy.Chunking;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -35,23 +29,20 @@ class ChunkInvarianceTest {
   static final long BASE_SEED = Long.getLong("chunks.seed", System.nanoTime());
   static final int[] MAX_CHUNK = {1, 2, 3, 5, 8, 16, 64, 256, 4096};
 
-  ScheduledThreadPoolExecutor timer;
+  DirectService service;
   MemoryContextUsageStore store;
   DirectEnvoy envoy;
 
   @BeforeEach
   void start() {
-    timer = (ScheduledThreadPoolExecutor) Executors.newScheduledThreadPool(1);
-    timer.setRemoveOnCancelPolicy(true);
-    Config config = ServiceUnderTest.testConfig(Duration.ofSeconds(30));
-    store = new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
-    envoy = new DirectEnvoy(new ExtProcService(config, store, Metrics.standalone(), timer));
+    service = new DirectService();
+    store = service.store;
+    envoy = service.envoy;
   }
 
   @AfterEach
   void stop() {
-    store.close();
-    timer.shutdownNow();
+    service.close();
   }
 
   /**

@@ -8,13 +8,10 @@ import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.extproc.ExtProcService;
 import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
 import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
 import io.disaggusage.extproc.simulation.envoy.Exchange;
 import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
-import io.disaggusage.extproc.store.RedisContextUsageStore;
 import io.disaggusage.extproc.store.RedisServer;
 import io.disaggusage.extproc.store.RedisStores;
 import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
@@ -220,23 +217,9 @@ class FlowBindingMatrixTest {
     if (store == StoreKind.MEMORY) {
       contexts = generations = new ServiceUnderTest(config);
     } else {
-      contexts = redisReplica(config);
-      generations = redisReplica(config);
+      contexts = RedisReplicasScenarioTest.replica(config);
+      generations = RedisReplicasScenarioTest.replica(config);
     }
-  }
-
-  private static ServiceUnderTest redisReplica(Config config) throws Exception {
-    return new ServiceUnderTest(
-        config,
-        ServiceUnderTest.Transport.IN_PROCESS,
-        EnvoyProfile.V1_37,
-        (c, timer) ->
-            RedisStores.openReady(
-                new RedisContextUsageStore.Settings(
-                    c.store().redisUri(), c.store().redisCluster(), c.store().keyPrefix(), c.store().ttl(),
-                    c.store().redisTimeout()),
-                timer),
-        ExtProcService::new);
   }
 
   private ExchangeResult context(KeySource source, String key, Flow flow) {

@@ -2,22 +2,16 @@ package io.disaggusage.extproc.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.extproc.ExtProcService;
-import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.Flow;
 import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.KeySource;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
 import io.disaggusage.extproc.simulation.envoy.Chunking;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,23 +26,20 @@ class FlowBindingPropertyTest {
   static final long SEED = Long.getLong("binding.seed", System.nanoTime());
   static final int RUNS = 400;
 
-  ScheduledThreadPoolExecutor timer;
+  DirectService service;
   MemoryContextUsageStore store;
   DirectEnvoy envoy;
 
   @BeforeEach
   void start() {
-    timer = (ScheduledThreadPoolExecutor) Executors.newScheduledThreadPool(1);
-    timer.setRemoveOnCancelPolicy(true);
-    Config config = ServiceUnderTest.testConfig(Duration.ofSeconds(30));
-    store = new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
-    envoy = new DirectEnvoy(new ExtProcService(config, store, Metrics.standalone(), timer));
+    service = new DirectService();
+    store = service.store;
+    envoy = service.envoy;
   }
 
   @AfterEach
   void stop() {
-    store.close();
-    timer.shutdownNow();
+    service.close();
   }
 
   record Planned(Flow flow, String key) {}

@@ -82,7 +82,8 @@ class RedisReplicasScenarioTest {
     return ConfigLoader.load(null, Map.of(), settings);
   }
 
-  private static ServiceUnderTest replica(Config config) throws Exception {
+  /** One replica of a Redis-backed deployment: the service on its own Redis store, behind its own fake Envoy. */
+  static ServiceUnderTest replica(Config config) throws Exception {
     return new ServiceUnderTest(
         config,
         ServiceUnderTest.Transport.IN_PROCESS,
