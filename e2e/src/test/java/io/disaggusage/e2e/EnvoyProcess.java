@@ -124,6 +124,11 @@ final class EnvoyProcess implements AutoCloseable {
     }
   }
 
+  /** The access log lines written so far for exchanges routed to {@code cluster}. */
+  List<AccessLogLine> accessLog(String cluster) {
+    return accessLog().stream().filter(l -> l.cluster().equals(cluster)).toList();
+  }
+
   /** The last lines of Envoy's own log, for failure messages. */
   String tail() {
     try {

@@ -31,4 +31,9 @@ final class RedisProcess extends ChildProcess {
     return "redis://127.0.0.1:" + port;
   }
 
+  /** The service settings of a replica whose store is this Redis. */
+  String[] storeSettings() {
+    return new String[] {"--set", "store.type=redis", "--set", "store.redis_uri=" + uri()};
+  }
+
 }

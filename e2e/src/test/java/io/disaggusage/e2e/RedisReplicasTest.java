@@ -40,7 +40,7 @@ class RedisReplicasTest {
   @MethodSource("io.disaggusage.e2e.Tools#releases")
   void redisFaultsAndADeadReplicaNeverBreakAFlow(String release) throws Exception {
     try (RedisProcess redis = new RedisProcess("redis-" + release).start();
-        Stack stack = Stack.start("redis-" + release, release, 2, "--set", "store.type=redis", "--set", "store.redis_uri=" + redis.uri())) {
+        Stack stack = Stack.start("redis-" + release, release, 2, redis.storeSettings())) {
       VllmFlow flow = new VllmFlow(3, Duration.ofMillis(1)).install(stack);
       try (ClosedLoop load = new ClosedLoop(stack, flow, 8)) {
         load.phase("1 healthy", 3000);

@@ -30,6 +30,14 @@ final class ServiceMetrics {
     return byOutcome;
   }
 
+  /**
+   * How many Envoy messages of one kind ({@code request_headers}, {@code request_body},
+   * {@code response_headers}, {@code response_body}) the service has handled: its processing histogram's count.
+   */
+  static long messages(ServiceProcess service, String message) {
+    return service.sample("disagg_usage_message_processing_seconds_count{message=\"" + message + "\"}");
+  }
+
   /** Every generation exchange counted, whatever its outcome. */
   static long generationExchanges(ServiceProcess service) {
     return exchanges(service, "generation").values().stream().mapToLong(Long::longValue).sum();

@@ -4,6 +4,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The service as a user runs it: {@code java -jar server/target/disagg-usage-extproc.jar} with the
@@ -15,20 +19,28 @@ final class ServiceProcess extends ChildProcess {
   static final List<String> SHIPPED_ENVOY_SETTINGS =
       List.of("--set", "classification.context_clusters=context", "--set", "classification.generation_clusters=generation");
 
+  private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+)=(.*)");
+
   private final String name;
   private final int grpcPort;
   private final int adminPort;
   private final List<String> settings;
+  private final Map<String, String> environment;
 
-  private ServiceProcess(String name, int grpcPort, int adminPort, List<String> settings) {
+  private ServiceProcess(String name, int grpcPort, int adminPort, List<String> settings, Map<String, String> environment) {
     super(Duration.ofSeconds(10));
     this.name = name;
     this.grpcPort = grpcPort;
     this.adminPort = adminPort;
     this.settings = List.copyOf(settings);
+    this.environment = Map.copyOf(environment);
   }
 
-  /** A service on fresh ports with the shipped settings plus {@code extra}; not started yet. */
+  /**
+   * A service on fresh ports with the shipped settings plus {@code extra}; not started yet. An
+   * {@code extra} of the form {@code DISAGG_USAGE_...=value} is set as an environment variable, as a
+   * container would set it; the others are command-line arguments.
+   */
   static ServiceProcess create(String name, String... extra) {
     try {
       java.nio.file.Files.deleteIfExists(Tools.logs().resolve(name + ".log")); // restarts append; runs do not
@@ -36,8 +48,16 @@ final class ServiceProcess extends ChildProcess {
       throw new java.io.UncheckedIOException(e);
     }
     List<String> settings = new ArrayList<>(SHIPPED_ENVOY_SETTINGS);
-    settings.addAll(List.of(extra));
-    return new ServiceProcess(name, FreePorts.next(), FreePorts.next(), settings);
+    Map<String, String> environment = new TreeMap<>();
+    for (String setting : extra) {
+      Matcher variable = VARIABLE.matcher(setting);
+      if (variable.matches()) {
+        environment.put(variable.group(1), variable.group(2));
+      } else {
+        settings.add(setting);
+      }
+    }
+    return new ServiceProcess(name, FreePorts.next(), FreePorts.next(), settings, environment);
   }
 
   /** Creates and starts one, waiting until {@code /readyz} answers 200. */
@@ -59,17 +79,21 @@ final class ServiceProcess extends ChildProcess {
     command.add(Tools.serviceJar().toString());
     command.addAll(List.of("--grpc-port", Integer.toString(grpcPort), "--admin-port", Integer.toString(adminPort)));
     command.addAll(settings);
-    Path log = Tools.logs().resolve(name + ".log");
-    process = Processes.start(command, log, log);
+    process = Processes.start(command, environment, log(), log());
   }
 
   void awaitReady(Duration timeout) {
     Processes.await(name + " /readyz", timeout, () -> {
       if (!process.isAlive()) {
-        throw new AssertionError(name + " exited with " + process.exitValue() + "; see " + Tools.logs().resolve(name + ".log"));
+        throw new AssertionError(name + " exited with " + process.exitValue() + "; see " + log());
       }
       return Http.ok(adminUrl("/readyz"));
     });
+  }
+
+  /** Where the process's stdout and stderr go. */
+  Path log() {
+    return Tools.logs().resolve(name + ".log");
   }
 
   int grpcPort() {
@@ -82,7 +106,11 @@ final class ServiceProcess extends ChildProcess {
 
   /** {@code disagg_usage_exchanges_total} for one phase and outcome, as /metrics shows it now. */
   long exchanges(String phase, String outcome) {
-    String series = "disagg_usage_exchanges_total{outcome=\"" + outcome + "\",phase=\"" + phase + "\"}";
+    return sample("disagg_usage_exchanges_total{outcome=\"" + outcome + "\",phase=\"" + phase + "\"}");
+  }
+
+  /** One series' value on /metrics now, e.g. {@code name{label="value"}}; 0 when absent. */
+  long sample(String series) {
     for (String line : Http.body(adminUrl("/metrics")).split("\n")) {
       if (line.startsWith(series + " ")) {
         return (long) Double.parseDouble(line.substring(series.length() + 1).trim());

@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.LongSupplier;
 
 /**
  * {@code trtllm-serve disaggregated}'s orchestrator as a test fixture, because the real one cannot start
@@ -50,12 +51,18 @@ final class TrtLlmOrchestrator implements AutoCloseable {
 
   private final EnvoyProcess envoy;
   private final TrtLlmRelease release;
-  private final DisaggRequestIds ids = new DisaggRequestIds(1);
+  private final LongSupplier ids;
   private final LoopbackServer server;
 
   TrtLlmOrchestrator(EnvoyProcess envoy, TrtLlmRelease release) {
+    this(envoy, release, new DisaggRequestIds(1)::next);
+  }
+
+  /** An orchestrator whose {@code disagg_request_id}s come from {@code ids} (a fixed one: colliding flows). */
+  TrtLlmOrchestrator(EnvoyProcess envoy, TrtLlmRelease release, LongSupplier ids) {
     this.envoy = envoy;
     this.release = release;
+    this.ids = ids;
     this.server = new LoopbackServer(this::handle);
   }
 
@@ -75,7 +82,7 @@ final class TrtLlmOrchestrator implements AutoCloseable {
         return;
       }
       ObjectNode client = (ObjectNode) JSON.readTree(exchange.getRequestBody());
-      long id = ids.next();
+      long id = ids.getAsLong();
       if (release.style() == ScheduleStyle.CONTEXT_FIRST) {
         contextFirst(exchange, client, id);
       } else {

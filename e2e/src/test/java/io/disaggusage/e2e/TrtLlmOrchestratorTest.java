@@ -3,11 +3,8 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.ChatClient.Reading;
 import io.disaggusage.e2e.TrtLlmRelease.ScheduleStyle;
-import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
 import io.disaggusage.extproc.simulation.workers.EngineWorker;
 import io.disaggusage.extproc.simulation.workers.RecordedRequest;
@@ -22,8 +19,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.msgpack.core.MessagePack;
-import org.msgpack.core.MessageUnpacker;
 
 /**
  * What the OpenAI Python SDK and curl read through {@link TrtLlmOrchestrator}, the fixture standing in for
@@ -46,7 +41,6 @@ class TrtLlmOrchestratorTest {
   /** The context worker answers this late, so a generation-first answer reaches Envoy before the context usage. */
   private static final Duration PREFILL_DELAY = Duration.ofMillis(300);
 
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final HttpClient DIRECT = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
   private static final Map<String, TrtLlmStack> STACKS = new ConcurrentHashMap<>();
   private static final Map<String, TrtLlmOrchestrator> ORCHESTRATORS = new ConcurrentHashMap<>();
@@ -174,22 +168,7 @@ class TrtLlmOrchestratorTest {
    * finds the same warm prefix; the second answer is the worker's true count.
    */
   private static void warm(TrtLlmStack stack) {
-    ObjectNode chat = JSON.createObjectNode().put("model", Wire.MODEL).put("max_tokens", COMPLETION);
-    chat.putArray("messages").addObject().put("role", "user").put("content", PROMPT);
-    ObjectNode context = TrtLlmRequests.context(chat, 1L << 60, ScheduleStyle.CONTEXT_FIRST);
-    JsonNode usage = null;
-    for (int i = 0; i < 2; i++) {
-      try {
-        HttpResponse<String> answer = DIRECT.send(
-            HttpRequest.newBuilder(stack.context.url().resolve("v1/chat/completions"))
-                .header("content-type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(context.toString())).build(),
-            HttpResponse.BodyHandlers.ofString());
-        usage = JSON.readTree(answer.body()).path("usage");
-      } catch (Exception e) {
-        throw new IllegalStateException("warming the context worker", e);
-      }
-    }
+    JsonNode usage = stack.warm(PROMPT, COMPLETION);
     assertThat(usage.path("prompt_tokens").asInt()).as("the prompt's tokens " + usage).isEqualTo(PROMPT_TOKENS);
     assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asInt()).as("the warm prefix " + usage).isEqualTo(CACHED);
   }
@@ -223,15 +202,8 @@ class TrtLlmOrchestratorTest {
   }
 
   /** The last chat request {@code worker} received, MessagePack read as the JSON it stands for. */
-  private static JsonNode lastBody(EngineWorker worker) throws Exception {
-    RecordedRequest last = last(worker);
-    byte[] body = last.body();
-    if (last.headerValues("x-trtllm-msgpack").contains("1")) {
-      try (MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(body)) {
-        return JSON.readTree(unpacker.unpackValue().toJson());
-      }
-    }
-    return JSON.readTree(body);
+  private static JsonNode lastBody(EngineWorker worker) {
+    return TrtLlmStack.json(last(worker));
   }
 
   private static long durationMillis(AccessLogLine line) {

@@ -69,6 +69,14 @@ record TrtLlmRelease(String name, ScheduleStyle style, boolean forwardsCtxUsage,
     return new TrtLlmRelease("#16873, MessagePack", ScheduleStyle.CONTEXT_FIRST, true, Transport.MSGPACK);
   }
 
+  /**
+   * Since #16873, generation-first: MessagePack bodies; both requests are built before any context
+   * response exists, so no {@code ctx_usage} is carried and the service looks the context usage up.
+   */
+  static TrtLlmRelease generationFirstOverMsgpack() {
+    return new TrtLlmRelease("#16873, generation-first, MessagePack", ScheduleStyle.GENERATION_FIRST, true, Transport.MSGPACK);
+  }
+
   @Override
   public String toString() {
     return name;

@@ -1,14 +1,27 @@
 package io.disaggusage.e2e;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.ShippedBootstrap.Topology;
+import io.disaggusage.e2e.TrtLlmRelease.ScheduleStyle;
 import io.disaggusage.extproc.runtime.StartupException;
+import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
 import io.disaggusage.extproc.simulation.workers.EngineKind;
 import io.disaggusage.extproc.simulation.workers.EngineWorker;
+import io.disaggusage.extproc.simulation.workers.RecordedRequest;
 import io.disaggusage.extproc.simulation.workers.WorkerRole;
 import io.disaggusage.extproc.simulation.workers.WorkerSpec;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessageUnpacker;
 
 /**
  * The shipped jar and one real Envoy release on the shipped bootstrap in front of the shared simulated
@@ -16,6 +29,9 @@ import java.util.List;
  * prefix cache and a generation worker reporting {@code variant}'s usage.
  */
 final class TrtLlmStack implements AutoCloseable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final HttpClient DIRECT = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
   final EngineWorker context;
   final EngineWorker generation;
   final ServiceProcess service;
@@ -59,9 +75,50 @@ final class TrtLlmStack implements AutoCloseable {
     }
   }
 
+  /**
+   * Prefills {@code prompt} (one user message) on the context worker directly, twice, so that every later
+   * context call finds the same warm prefix; returns the second answer's usage, the worker's true count.
+   */
+  JsonNode warm(String prompt, int maxTokens) {
+    ObjectNode chat = JSON.createObjectNode().put("model", Wire.MODEL).put("max_tokens", maxTokens);
+    chat.putArray("messages").addObject().put("role", "user").put("content", prompt);
+    ObjectNode request = TrtLlmRequests.context(chat, 1L << 60, ScheduleStyle.CONTEXT_FIRST);
+    JsonNode usage = null;
+    for (int i = 0; i < 2; i++) {
+      try {
+        HttpResponse<String> answer = DIRECT.send(
+            HttpRequest.newBuilder(context.url().resolve("v1/chat/completions"))
+                .header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(request.toString())).build(),
+            HttpResponse.BodyHandlers.ofString());
+        usage = JSON.readTree(answer.body()).path("usage");
+      } catch (IOException e) {
+        throw new UncheckedIOException("warming the context worker", e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+    }
+    return usage;
+  }
+
+  /** A chat request a worker received, MessagePack read as the JSON it stands for. */
+  static JsonNode json(RecordedRequest request) {
+    try {
+      if (request.headerValues("x-trtllm-msgpack").contains("1")) {
+        try (MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(request.body())) {
+          return JSON.readTree(unpacker.unpackValue().toJson());
+        }
+      }
+      return JSON.readTree(request.body());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** The access-log lines of the generation listener so far. */
   List<AccessLogLine> generationLines() {
-    return envoy.accessLog().stream().filter(l -> l.cluster().equals("generation")).toList();
+    return envoy.accessLog("generation");
   }
 
   @Override

@@ -4,7 +4,10 @@ import io.disaggusage.e2e.Orchestrator.Answer;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Order;
 import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -25,23 +28,57 @@ final class VectorFlow {
   private VectorFlow() {}
 
   static Result run(Stack stack, Vector v) {
-    Duration contextDelay = v.order() == Order.GENERATION_FIRST ? LATE_CONTEXT : Duration.ZERO;
-    if (v.context() != null) {
-      stack.context.answer(request -> reply(v.context()).delayedBy(contextDelay));
+    serve(stack, stack, List.of(v));
+    return send(stack, stack, v);
+  }
+
+  /**
+   * Makes {@code contextSide}'s context worker and {@code generationSide}'s generation worker answer
+   * each request with the leg of the vector whose request bytes it carries (several flows at once), or
+   * of the only vector; a generation-first vector's context {@link #LATE_CONTEXT} late.
+   */
+  static void serve(Stack contextSide, Stack generationSide, List<Vector> vectors) {
+    contextSide.context.answer(request -> answer(vectors, request, true));
+    generationSide.generation.answer(request -> answer(vectors, request, false));
+  }
+
+  private static Worker.Reply answer(List<Vector> vectors, Worker.Received request, boolean context) {
+    for (Vector v : vectors) {
+      Leg leg = context ? v.context() : v.generation();
+      if (leg != null && (vectors.size() == 1 || Arrays.equals(leg.requestBody(), request.body()))) {
+        boolean late = context && v.order() == Order.GENERATION_FIRST;
+        return reply(leg).delayedBy(late ? LATE_CONTEXT : Duration.ZERO);
+      }
     }
-    stack.generation.answer(request -> reply(v.generation()));
+    byte[] error = ("{\"error\":\"no flow sends these bytes\"}").getBytes(StandardCharsets.UTF_8);
+    return new Worker.Reply(500, "application/json", List.of(error), Duration.ZERO, Duration.ZERO);
+  }
+
+  /**
+   * Both legs of {@code v} in its order: the context through {@code contextSide}'s Envoy, the generation
+   * through {@code generationSide}'s (one stack, or two Envoys in front of different replicas).
+   */
+  static Result send(Stack contextSide, Stack generationSide, Vector v) {
     return switch (v.order()) {
       case CONTEXT_FIRST -> {
-        Answer context = send(stack.envoy.contextUrl(v.context().path()), v.context()).join();
-        yield new Result(context, send(stack.envoy.generationUrl(v.generation().path()), v.generation()).join());
+        Answer context = context(contextSide, v).join();
+        yield new Result(context, generation(generationSide, v).join());
       }
       case GENERATION_FIRST -> {
-        CompletableFuture<Answer> context = send(stack.envoy.contextUrl(v.context().path()), v.context());
-        CompletableFuture<Answer> generation = send(stack.envoy.generationUrl(v.generation().path()), v.generation());
+        CompletableFuture<Answer> context = context(contextSide, v);
+        CompletableFuture<Answer> generation = generation(generationSide, v);
         yield new Result(context.join(), generation.join());
       }
-      case CARRIED -> new Result(null, send(stack.envoy.generationUrl(v.generation().path()), v.generation()).join());
+      case CARRIED -> new Result(null, generation(generationSide, v).join());
     };
+  }
+
+  static CompletableFuture<Answer> context(Stack side, Vector v) {
+    return send(side.envoy.contextUrl(v.context().path()), v.context());
+  }
+
+  static CompletableFuture<Answer> generation(Stack side, Vector v) {
+    return send(side.envoy.generationUrl(v.generation().path()), v.generation());
   }
 
   static Worker.Reply reply(Leg leg) {
