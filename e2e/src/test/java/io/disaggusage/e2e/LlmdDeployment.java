@@ -47,13 +47,14 @@ final class LlmdDeployment implements AutoCloseable {
 
   private LlmdDeployment() {}
 
-  /** Starts {@code prefillPods} prefill pods and the decode pod with Envoy {@code release}. */
-  static LlmdDeployment start(String name, String release, int prefillPods) {
+  /**
+   * Starts {@code prefillPods} prefill pods and the decode pod with Envoy {@code release}; the service with
+   * {@code serviceArgs} besides the pod-local classification.
+   */
+  static LlmdDeployment start(String name, String release, int prefillPods, String... serviceArgs) {
     LlmdDeployment d = new LlmdDeployment();
     try {
-      d.service = d.started(ServiceProcess.started(name + "-service",
-          "--set", "classification.context_clusters=" + Role.PREFILL.cluster,
-          "--set", "classification.generation_clusters=" + Role.DECODE.cluster));
+      d.service = d.started(ServiceProcess.started(name + "-service", PodLocalBootstrap.serviceArgs(serviceArgs)));
       for (int i = 0; i < prefillPods; i++) {
         String address = PREFILL_PODS.get(i);
         EngineWorker worker = d.started(RouterDeployment.worker(

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.disaggusage.e2e.LlmdDeployment.PrefillPod;
-import io.disaggusage.e2e.LlmdWire.Legs;
+import io.disaggusage.e2e.RouterWire.Legs;
 import io.disaggusage.e2e.TrueUsage.Usage;
 import io.disaggusage.extproc.scenario.Wire;
 import java.net.http.HttpResponse;
@@ -12,11 +12,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.function.IntFunction;
 import java.util.regex.Pattern;
-import java.util.stream.IntStream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -161,43 +158,49 @@ class LlmdSidecarTest {
   @ParameterizedTest(name = "Envoy {0}: 16 concurrent flows over two prefill pods, each with its own true usage")
   @MethodSource("io.disaggusage.e2e.Tools#releases")
   void concurrentFlowsAreNeverCrossMatched(String release) throws Exception {
-    int flows = 16;
-    ExecutorService clients = Executors.newFixedThreadPool(flows);
     try (LlmdDeployment deployment = LlmdDeployment.start("llmd-concurrent-" + release, release, 2)) {
-      List<TrueUsage> truths = List.of(new TrueUsage(), new TrueUsage());
-      List<String> prompts = IntStream.range(0, flows).mapToObj(SglangRouterTest::distinctPrompt).toList();
-      List<Usage> expected = new ArrayList<>();
-      for (int i = 0; i < flows; i++) { // first sight of each prompt: fills its prefill pod's cache
-        expected.add(truths.get(i % 2).next(prompts.get(i), SglangRouterTest.maxTokens(i), 1));
-        assertThat(read(deployment, RouterClients.chat(Wire.MODEL, prompts.get(i), SglangRouterTest.maxTokens(i), 1, false),
-            false, to(deployment.prefills.get(i % 2)))).isEqualTo(expected.get(i));
-      }
-      List<Usage> repeated = new ArrayList<>();
-      List<CompletableFuture<Usage>> read = new ArrayList<>();
-      for (int i = 0; i < flows; i++) {
-        repeated.add(truths.get(i % 2).next(prompts.get(i), SglangRouterTest.maxTokens(i), 1));
-        int flow = i;
-        boolean stream = i % 4 >= 2;
-        read.add(CompletableFuture.supplyAsync(() -> read(deployment,
-            RouterClients.chat(Wire.MODEL, prompts.get(flow), SglangRouterTest.maxTokens(flow), 1, stream), stream,
-            Map.of(LlmdClients.PREFILLER, deployment.prefills.get(flow % 2).hostPort(), "x-request-id", "flow-" + flow)),
-            clients));
-      }
-      assertThat(repeated.stream().map(Usage::cached).distinct()).as("every flow's truth is its own").hasSize(flows);
-      for (int i = 0; i < flows; i++) {
-        assertThat(read.get(i).get()).as("flow " + i + "; Envoy's ext_proc failures " + deployment.extProcFailures())
-            .isEqualTo(repeated.get(i));
-      }
-      expected.addAll(repeated);
-      deployment.awaitGenerations(expected.size());
-      assertThat(deployment.decodeCompletions().stream().map(GenerationLedger::metadata).toList())
-          .as("the access log holds each flow's own truth once")
-          .containsExactlyInAnyOrderElementsOf(expected);
-      assertThat(ServiceMetrics.exchanges(deployment.service, "generation"))
-          .containsExactlyEntriesOf(Map.of("rewritten", (long) expected.size()));
-    } finally {
-      clients.shutdownNow();
+      concurrent(deployment, flow -> "flow-" + flow);
     }
+  }
+
+  /**
+   * Clients that all send one fixed {@code X-Request-Id}, as an SDK with a default header does: pd-sidecar
+   * keeps it and adds its own uuid, and each pod's Envoy joins the two header lines, so the key the service
+   * reads ({@code x-request-id}) is {@code <fixed>,<uuid>}: each flow's own, on both its legs, which also
+   * have the fingerprint of their client's body.
+   */
+  @ParameterizedTest(name = "Envoy {0}: 16 concurrent flows over two prefill pods, one fixed X-Request-Id, each with its own true usage")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
+  void flowsSharingOneClientRequestIdEachGetTheirOwnUsage(String release) throws Exception {
+    try (LlmdDeployment deployment = LlmdDeployment.start("llmd-fixed-id-" + release, release, 2, ServiceProcess.EXCHANGE_LINES)) {
+      ConcurrentFlows.Sent sent = concurrent(deployment, flow -> ConcurrentFlows.FIXED_REQUEST_ID);
+      List<Legs> legs = new ArrayList<>();
+      for (PrefillPod pod : deployment.prefills) {
+        legs.addAll(LlmdWire.legs(pod.worker(), deployment.decode));
+      }
+      assertThat(legs).hasSize(sent.bodies().size()).allSatisfy(flow -> assertThat(flow.requestIds())
+          .as("one header behind Envoy: the client's id and pd-sidecar's uuid, joined").singleElement()
+          .satisfies(id -> assertThat(id).matches(Pattern.quote(ConcurrentFlows.FIXED_REQUEST_ID) + "," + LlmdWire.UUID_V1)));
+      List<String> ids = legs.stream().map(flow -> flow.requestIds().get(0)).toList();
+      assertThat(ids).as("each flow's own").doesNotHaveDuplicates();
+      RouterWire.assertLegsShareTheirClientsFingerprint(legs, sent.bodies());
+      deployment.service.assertKeys("xrid", ids);
+    }
+  }
+
+  /**
+   * {@link ConcurrentFlows} over two prefill pods (flow {@code i} to pod {@code i % 2}), each client sending
+   * its {@code X-Request-Id}: each reads its own truth, the decode Envoy logs each once, all rewritten.
+   */
+  static ConcurrentFlows.Sent concurrent(LlmdDeployment deployment, IntFunction<String> clientId) throws Exception {
+    List<TrueUsage> truths = List.of(new TrueUsage(), new TrueUsage());
+    ConcurrentFlows.Sent sent = ConcurrentFlows.run(flow -> truths.get(flow % 2), flow -> flow % 4 >= 2,
+        (flow, body, stream) -> read(deployment, body, stream,
+            Map.of(LlmdClients.PREFILLER, deployment.prefills.get(flow % 2).hostPort(), "x-request-id", clientId.apply(flow))),
+        () -> "Envoy's ext_proc failures " + deployment.extProcFailures());
+    deployment.awaitGenerations(sent.expected().size());
+    ConcurrentFlows.assertEachTruthOnce(deployment.decodeCompletions(), deployment.service, sent.expected());
+    return sent;
   }
 
   /**

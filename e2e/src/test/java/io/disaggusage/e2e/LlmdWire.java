@@ -4,9 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.e2e.RouterWire.Legs;
 import io.disaggusage.extproc.simulation.workers.EngineWorker;
-import io.disaggusage.extproc.simulation.workers.RecordedRequest;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 
@@ -20,26 +19,11 @@ final class LlmdWire {
   /** pd-sidecar's id: {@code uuid.NewUUID()}, a version-1 (time-based) UUID. */
   static final String UUID_V1 = "[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}";
 
-  /** One exchange's two legs, joined by their {@code X-Request-Id} values. */
-  record Legs(RecordedRequest prefill, RecordedRequest decode) {
-    List<String> requestIds() {
-      return prefill.headerValues("x-request-id");
-    }
-  }
-
   private LlmdWire() {}
 
   /** Every prefill leg {@code prefill} received, with the decode leg that carried the same X-Request-Id values. */
   static List<Legs> legs(EngineWorker prefill, EngineWorker decode) {
-    List<Legs> legs = new ArrayList<>();
-    for (RecordedRequest p : prefill.log().completions()) {
-      List<String> ids = p.headerValues("x-request-id");
-      RecordedRequest d = decode.log().completions().stream()
-          .filter(r -> r.headerValues("x-request-id").equals(ids)).findFirst()
-          .orElseThrow(() -> new AssertionError("no decode leg carries the prefill's X-Request-Id " + ids));
-      legs.add(new Legs(p, d));
-    }
-    return legs;
+    return RouterWire.legs(prefill, decode, RouterWire::requestIds);
   }
 
   /** The two legs of an exchange whose client sent {@code clientBody}. */

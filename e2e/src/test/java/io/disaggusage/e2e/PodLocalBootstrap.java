@@ -75,6 +75,15 @@ final class PodLocalBootstrap {
 
   private PodLocalBootstrap() {}
 
+  /** The service's arguments for pod-local Envoys: classification by their cluster names, then {@code extra}. */
+  static String[] serviceArgs(String... extra) {
+    List<String> args = new java.util.ArrayList<>(List.of(
+        "--set", "classification.context_clusters=" + Role.PREFILL.cluster,
+        "--set", "classification.generation_clusters=" + Role.DECODE.cluster));
+    args.addAll(List.of(extra));
+    return args.toArray(String[]::new);
+  }
+
   /** The shipped bootstrap of {@code pod.role()} with {@code pod}'s addresses and ports. */
   static ObjectNode rewrite(Pod pod) {
     ObjectNode root;

@@ -36,9 +36,7 @@ class PodLocalTopologyTest {
     Vector v = ScenarioVectors.all().stream().filter(x -> x.name().equals("sglangIdenticalBodiesByCluster"))
         .findFirst().orElseThrow();
     String name = "podlocal-" + release;
-    try (ServiceProcess service = ServiceProcess.started(name + "-service",
-            "--set", "classification.context_clusters=" + Role.PREFILL.cluster,
-            "--set", "classification.generation_clusters=" + Role.DECODE.cluster);
+    try (ServiceProcess service = ServiceProcess.started(name + "-service", PodLocalBootstrap.serviceArgs());
         Worker prefillEngine = new Worker(name + "-prefill-engine", InetAddress.getByName(PREFILL_POD));
         Worker decodeEngine = new Worker(name + "-decode-engine", InetAddress.getByName(DECODE_POD))) {
       Pod prefill = Pod.of(Role.PREFILL, PREFILL_POD, prefillEngine.port(), List.of(service.grpcPort()));

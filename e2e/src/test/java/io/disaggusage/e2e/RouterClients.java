@@ -6,7 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.TrueUsage.Usage;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /** The clients of the router tests: curl as in the reproduction ({@code -s} JSON, {@code -N} SSE) and the OpenAI SDK. */
 final class RouterClients {
@@ -32,11 +34,18 @@ final class RouterClients {
 
   /** What curl printed for a POST of {@code body} to the router's chat completions. */
   static String curl(RouterDeployment deployment, String body, boolean stream) {
-    List<String> command = stream
-        ? List.of(Tools.curl().toString(), "-sS", "-N", "--fail", deployment.url("/v1/chat/completions"),
-            "-H", "content-type: application/json", "-d", body)
-        : List.of(Tools.curl().toString(), "-sS", "--fail", deployment.url("/v1/chat/completions"),
-            "-H", "content-type: application/json", "-d", body);
+    return curl(deployment, body, stream, Map.of());
+  }
+
+  /** What curl printed for a POST of {@code body} with {@code headers} to the router's chat completions. */
+  static String curl(RouterDeployment deployment, String body, boolean stream, Map<String, String> headers) {
+    List<String> command = new ArrayList<>(List.of(Tools.curl().toString(), "-sS"));
+    if (stream) {
+      command.add("-N");
+    }
+    command.addAll(List.of("--fail", deployment.url("/v1/chat/completions"), "-H", "content-type: application/json"));
+    headers.forEach((name, value) -> command.addAll(List.of("-H", name + ": " + value)));
+    command.addAll(List.of("-d", body));
     return run(command);
   }
 

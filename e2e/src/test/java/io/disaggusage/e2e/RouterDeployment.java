@@ -82,13 +82,17 @@ final class RouterDeployment implements AutoCloseable {
     }
   }
 
-  /** Topology 1: one Envoy {@code release} on the shipped envoy.yaml in front of both workers. */
-  static RouterDeployment central(String name, String release, RouterKind kind, WorkerSpec prefill, WorkerSpec decode) {
+  /**
+   * Topology 1: one Envoy {@code release} on the shipped envoy.yaml in front of both workers; the service
+   * with {@code serviceArgs} besides the shipped settings.
+   */
+  static RouterDeployment central(
+      String name, String release, RouterKind kind, WorkerSpec prefill, WorkerSpec decode, String... serviceArgs) {
     Builder b = new Builder();
     try {
       b.prefill = b.started(worker(prefill));
       b.decode = b.started(worker(decode));
-      b.service = b.started(ServiceProcess.started(name + "-service"));
+      b.service = b.started(ServiceProcess.started(name + "-service", serviceArgs));
       Topology topology = new Topology(FreePorts.next(), FreePorts.next(), FreePorts.next(),
           List.of(b.prefill.port()), List.of(b.decode.port()), List.of(b.service.grpcPort()));
       b.prefillEnvoy = b.started(EnvoyProcess.start(name + "-envoy-" + release, release, topology));
@@ -104,8 +108,12 @@ final class RouterDeployment implements AutoCloseable {
     }
   }
 
-  /** Topology 3: Envoy {@code release} beside each worker on the shipped pod-local bootstraps. */
-  static RouterDeployment podLocal(String name, String release, RouterKind kind, WorkerSpec prefill, WorkerSpec decode) {
+  /**
+   * Topology 3: Envoy {@code release} beside each worker on the shipped pod-local bootstraps; the service
+   * with {@code serviceArgs} besides the pod-local classification.
+   */
+  static RouterDeployment podLocal(
+      String name, String release, RouterKind kind, WorkerSpec prefill, WorkerSpec decode, String... serviceArgs) {
     if (!PREFILL_POD.equals(prefill.host()) || !DECODE_POD.equals(decode.host())) {
       throw new IllegalArgumentException("pod-local workers listen on the pods' addresses " + PREFILL_POD + " and " + DECODE_POD);
     }
@@ -113,9 +121,7 @@ final class RouterDeployment implements AutoCloseable {
     try {
       b.prefill = b.started(worker(prefill));
       b.decode = b.started(worker(decode));
-      b.service = b.started(ServiceProcess.started(name + "-service",
-          "--set", "classification.context_clusters=" + Role.PREFILL.cluster,
-          "--set", "classification.generation_clusters=" + Role.DECODE.cluster));
+      b.service = b.started(ServiceProcess.started(name + "-service", PodLocalBootstrap.serviceArgs(serviceArgs)));
       Pod prefillPod = Pod.of(Role.PREFILL, PREFILL_POD, b.prefill.port(), List.of(b.service.grpcPort()));
       Pod decodePod = Pod.of(Role.DECODE, DECODE_POD, b.decode.port(), List.of(b.service.grpcPort()));
       b.prefillEnvoy = b.started(prefillPod.start(name + "-prefill-envoy-" + release, release));

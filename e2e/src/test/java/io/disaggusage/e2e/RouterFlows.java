@@ -8,6 +8,7 @@ import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.workers.RecordedRequest;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * One prompt sent through a router several times, each client's usage checked against the prefill
@@ -59,6 +60,21 @@ final class RouterFlows {
     assertEveryExchange(deployment, expected);
     wire.accept(deployment);
     DiscoveryPassThrough.assertUntouched(deployment, probes, probes, expected.size());
+  }
+
+  /**
+   * {@link ConcurrentFlows} through the router, every client sending {@code headers}: each client reads its
+   * own truth, the access log holds each once, and the service counted every generation rewritten.
+   */
+  static ConcurrentFlows.Sent concurrent(RouterDeployment deployment, Map<String, String> headers) throws Exception {
+    TrueUsage truth = new TrueUsage();
+    ConcurrentFlows.Sent sent = ConcurrentFlows.run(flow -> truth, flow -> flow % 2 == 1,
+        (flow, body, stream) -> RouterClients.read(RouterClients.usage(RouterClients.curl(deployment, body, stream, headers), stream)),
+        () -> "the service's generation outcomes " + ServiceMetrics.exchanges(deployment.service, "generation"));
+    GenerationLedger ledger = new GenerationLedger(deployment);
+    ledger.awaitCompletions(sent.expected().size());
+    ConcurrentFlows.assertEachTruthOnce(ledger.completions(), deployment.service, sent.expected());
+    return sent;
   }
 
   /** The access-log metadata of every generation exchange, in order, and the service's count of them. */

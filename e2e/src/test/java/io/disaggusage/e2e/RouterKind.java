@@ -6,7 +6,7 @@ import java.util.List;
 /** The P/D routers the suite runs, each with the command line docs/routers.md documents. */
 enum RouterKind {
   /** vllm-project/router 0.1.17: sequential prefill then decode; merges usage itself. */
-  VLLM_ROUTER("vllm-router") {
+  VLLM_ROUTER("vllm-router", "/readiness") {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
       return List.of(
@@ -21,7 +21,7 @@ enum RouterKind {
     }
   },
   /** sgl-model-gateway 0.3.2: prefill and decode in parallel with bootstrap fields; usage from the decode. */
-  SGLANG_ROUTER("sglang-router") {
+  SGLANG_ROUTER("sglang-router", "/readiness") {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
       return List.of(
@@ -41,7 +41,7 @@ enum RouterKind {
    * {@code localhost:--vllm-port}, so {@code decodeUrl} must name localhost; it has no prefill URL,
    * bootstrap port or metrics port.
    */
-  LLMD_PD_SIDECAR("pd-sidecar") {
+  LLMD_PD_SIDECAR("pd-sidecar", "/health") {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
       java.net.URI decoder = java.net.URI.create(decodeUrl);
@@ -59,13 +59,25 @@ enum RouterKind {
   };
 
   private final String label;
+  private final String readinessPath;
 
-  RouterKind(String label) {
+  RouterKind(String label, String readinessPath) {
     this.label = label;
+    this.readinessPath = readinessPath;
   }
 
   String label() {
     return label;
+  }
+
+  /**
+   * The path that answers 200 once the router can route. sglang-router 0.3.2 answers {@code /health} as soon
+   * as it listens, while it still registers its workers in the background (a chat request then gets 503,
+   * "No prefill workers available"); its {@code /readiness} answers 503 until they are healthy. vllm-router
+   * has the same {@code /readiness}; pd-sidecar only {@code /health}.
+   */
+  String readinessPath() {
+    return readinessPath;
   }
 
   /**

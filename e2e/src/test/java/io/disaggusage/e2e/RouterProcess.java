@@ -24,7 +24,7 @@ final class RouterProcess extends ChildProcess {
     this.port = port;
   }
 
-  /** Starts {@code kind} in front of the two URLs and waits until its {@code /health} answers 200. */
+  /** Starts {@code kind} in front of the two URLs and waits until it is ready ({@link RouterKind#readinessPath}). */
   static RouterProcess start(String name, RouterKind kind, String prefillUrl, int bootstrapPort, String decodeUrl) {
     RouterProcess router = new RouterProcess(name, FreePorts.next());
     Path log = Tools.logs().resolve(name + ".log");
@@ -36,11 +36,11 @@ final class RouterProcess extends ChildProcess {
     List<String> command = kind.command(router.port, FreePorts.next(), prefillUrl, bootstrapPort, decodeUrl);
     router.process = Processes.start(command, OFFLINE, log, log);
     try {
-      Processes.await(name + " /health", Duration.ofSeconds(60), () -> {
+      Processes.await(name + " " + kind.readinessPath(), Duration.ofSeconds(60), () -> {
         if (!router.process.isAlive()) {
           throw new AssertionError(name + " exited with " + router.process.exitValue() + "; see " + log);
         }
-        return Http.ok(router.url("/health"));
+        return Http.ok(router.url(kind.readinessPath()));
       });
     } catch (RuntimeException | AssertionError e) {
       router.close();

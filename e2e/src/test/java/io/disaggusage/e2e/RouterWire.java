@@ -3,14 +3,85 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.disaggusage.extproc.classify.PromptFingerprint;
+import io.disaggusage.extproc.classify.PromptFingerprints;
+import io.disaggusage.extproc.simulation.workers.EngineWorker;
 import io.disaggusage.extproc.simulation.workers.RecordedRequest;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 
 /** What each router put on the wire to the workers, as the workers recorded it behind Envoy. */
 final class RouterWire {
+  /** One exchange's two legs, as the prefill and the decode worker recorded them. */
+  record Legs(RecordedRequest prefill, RecordedRequest decode) {
+    /** The prefill leg's {@code X-Request-Id} values. */
+    List<String> requestIds() {
+      return prefill.headerValues("x-request-id");
+    }
+  }
+
   private RouterWire() {}
+
+  /**
+   * Every chat completion leg {@code prefill} received, with the one decode leg whose {@code flow} (what
+   * the router names both legs of one exchange by: an {@code X-Request-Id}, a {@code bootstrap_room}) is
+   * the same.
+   */
+  static List<Legs> legs(EngineWorker prefill, EngineWorker decode, Function<RecordedRequest, Object> flow) {
+    List<RecordedRequest> decodes = decode.log().completions();
+    List<Legs> legs = new ArrayList<>();
+    for (RecordedRequest p : prefill.log().completions()) {
+      Object id = flow.apply(p);
+      List<RecordedRequest> matches = decodes.stream().filter(d -> flow.apply(d).equals(id)).toList();
+      assertThat(matches).as("the one decode leg of the prefill leg's flow " + id).hasSize(1);
+      legs.add(new Legs(p, matches.get(0)));
+    }
+    return legs;
+  }
+
+  /** vllm-router's and pd-sidecar's flow: the request's {@code X-Request-Id} values. */
+  static Object requestIds(RecordedRequest request) {
+    return request.headerValues("x-request-id");
+  }
+
+  /** SGLang's flow: the body's {@code bootstrap_room}. */
+  static Object bootstrapRoom(RecordedRequest request) {
+    return RouterClients.parseJson(request.bodyUtf8()).path("bootstrap_room").asText();
+  }
+
+  /**
+   * The service binds a context usage to (key, prompt fingerprint): on the real wire, both legs of each
+   * flow must have one fingerprint, the one of the body its client sent; clients with different prompts
+   * never share one. Each client body accounts for one flow.
+   */
+  static void assertLegsShareTheirClientsFingerprint(List<Legs> legs, List<String> clientBodies) {
+    Map<PromptFingerprint, Long> sent = new HashMap<>();
+    for (String body : clientBodies) {
+      PromptFingerprint fingerprint = fingerprint(body.getBytes(StandardCharsets.UTF_8));
+      assertThat(fingerprint).as(body).isNotNull();
+      sent.merge(fingerprint, 1L, Long::sum);
+    }
+    assertThat(sent).as("one fingerprint per distinct prompt")
+        .hasSize((int) clientBodies.stream().map(b -> RouterClients.parseJson(b).path("messages")).distinct().count());
+    Map<PromptFingerprint, Long> seen = new HashMap<>();
+    for (Legs flow : legs) {
+      PromptFingerprint prefill = fingerprint(flow.prefill().body());
+      assertThat(prefill).as(flow.prefill().bodyUtf8()).isNotNull();
+      assertThat(fingerprint(flow.decode().body())).as("the decode leg of " + flow.prefill().bodyUtf8()).isEqualTo(prefill);
+      seen.merge(prefill, 1L, Long::sum);
+    }
+    assertThat(seen).as("each flow's legs have its client's fingerprint").isEqualTo(sent);
+  }
+
+  private static PromptFingerprint fingerprint(byte[] body) {
+    return PromptFingerprints.of(body, false);
+  }
 
   /**
    * sglang-router: the same body to both legs, with {@code bootstrap_host} the prefill pod, a

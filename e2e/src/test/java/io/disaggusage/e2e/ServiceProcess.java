@@ -1,5 +1,8 @@
 package io.disaggusage.e2e;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.logging.LogText;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,6 +18,16 @@ import java.util.regex.Pattern;
  * killed, frozen, thawed and started again on the same ports.
  */
 final class ServiceProcess extends ChildProcess {
+  /**
+   * The argument that makes the service write one DEBUG summary line per exchange (phase, outcome,
+   * correlation key, counts; never body bytes), read back by {@link #keys}.
+   */
+  static final String[] EXCHANGE_LINES = {"--log-level", "debug"};
+  private static final java.util.regex.Pattern SUMMARY =
+      java.util.regex.Pattern.compile("exchange phase=(\\S+) outcome=(\\S+) key=(\\S+) model=(\\S+) ");
+  /** The model of the flows the service runs through itself at start-up (warm-up), which {@link #keys} skips. */
+  private static final String WARMUP_MODEL = "warmup";
+
   /** The settings {@code deploy/envoy/envoy.yaml} names in its header comment. */
   static final List<String> SHIPPED_ENVOY_SETTINGS =
       List.of("--set", "classification.context_clusters=context", "--set", "classification.generation_clusters=generation");
@@ -102,6 +115,36 @@ final class ServiceProcess extends ChildProcess {
 
   String adminUrl(String path) {
     return "http://127.0.0.1:" + adminPort + path;
+  }
+
+  /**
+   * The correlation key of each {@code phase} exchange in the service's summary lines (a service started
+   * with {@link #EXCHANGE_LINES}), in the order logged, its start-up warm-up aside: the source prefix
+   * ({@code xrid}, {@code sgl}, {@code trt}, {@code hdr}), a colon, and the value cut to 64 characters
+   * ({@code ...} when cut); {@code -} for an exchange without a key.
+   */
+  List<String> keys(String phase) {
+    List<String> keys = new ArrayList<>();
+    try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(Tools.logs().resolve(name + ".log"))) {
+      lines.map(SUMMARY::matcher).filter(java.util.regex.Matcher::find)
+          .filter(m -> m.group(1).equals(phase) && !m.group(4).equals(WARMUP_MODEL)).forEach(m -> keys.add(m.group(3)));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return keys;
+  }
+
+  /**
+   * The service's summary lines name, in each phase, exactly the keys {@code source:value} for
+   * {@code values} (one per exchange, any order; each value cut as the service cuts it).
+   */
+  void assertKeys(String source, List<String> values) {
+    List<String> expected = values.stream().map(v -> source + ":" + LogText.bounded(v)).toList();
+    for (String phase : List.of("context", "generation")) {
+      Processes.await(expected.size() + " " + phase + " summary lines", Duration.ofSeconds(5),
+          () -> keys(phase).size() >= expected.size());
+      assertThat(keys(phase)).as("the service's " + phase + " keys").containsExactlyInAnyOrderElementsOf(expected);
+    }
   }
 
   /** {@code disagg_usage_exchanges_total} for one phase and outcome, as /metrics shows it now. */

@@ -3,6 +3,7 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.disaggusage.e2e.RouterWire.Legs;
 import io.disaggusage.e2e.TrueUsage.Usage;
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
@@ -11,12 +12,8 @@ import io.disaggusage.extproc.simulation.workers.RecordedRequest;
 import io.disaggusage.extproc.simulation.workers.WorkerRole;
 import io.disaggusage.extproc.simulation.workers.WorkerSpec;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.stream.IntStream;
+import java.util.Map;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -47,8 +44,8 @@ class SglangRouterTest {
         .withModel(Wire.MODEL).withVariant(UsageVariant.BUG).withTokenDelay(Duration.ofMillis(2));
   }
 
-  static RouterDeployment start(String test, String release, WorkerSpec prefill) {
-    return RouterDeployment.podLocal("sglang-" + test + "-" + release, release, RouterKind.SGLANG_ROUTER, prefill, decode());
+  static RouterDeployment start(String test, String release, WorkerSpec prefill, String... serviceArgs) {
+    return RouterDeployment.podLocal("sglang-" + test + "-" + release, release, RouterKind.SGLANG_ROUTER, prefill, decode(), serviceArgs);
   }
 
   static java.util.stream.Stream<Arguments> streamedOrNot() {
@@ -101,48 +98,30 @@ class SglangRouterTest {
   @ParameterizedTest(name = "Envoy {0}: 16 concurrent flows, each with its own true usage")
   @MethodSource("io.disaggusage.e2e.Tools#releases")
   void concurrentFlowsAreNeverCrossMatched(String release) throws Exception {
-    int flows = 16;
-    ExecutorService clients = Executors.newFixedThreadPool(flows);
     try (RouterDeployment deployment = start("concurrent", release, prefill())) {
-      TrueUsage truth = new TrueUsage();
-      List<String> prompts = IntStream.range(0, flows).mapToObj(SglangRouterTest::distinctPrompt).toList();
-      List<Usage> expected = new ArrayList<>();
-      for (int i = 0; i < flows; i++) { // first sight of each prompt: fills the prefill's cache
-        expected.add(truth.next(prompts.get(i), maxTokens(i), 1));
-        String body = RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, prompts.get(i), maxTokens(i), 1, false), false);
-        assertThat(RouterClients.read(RouterClients.usage(body, false))).isEqualTo(expected.get(i));
-      }
-      List<Usage> repeated = new ArrayList<>();
-      List<CompletableFuture<Usage>> read = new ArrayList<>();
-      for (int i = 0; i < flows; i++) {
-        repeated.add(truth.next(prompts.get(i), maxTokens(i), 1));
-        int flow = i;
-        boolean stream = i % 2 == 1;
-        read.add(CompletableFuture.supplyAsync(() -> RouterClients.read(RouterClients.usage(RouterClients.curl(
-            deployment, RouterClients.chat(Wire.MODEL, prompts.get(flow), maxTokens(flow), 1, stream), stream), stream)), clients));
-      }
-      assertThat(repeated.stream().map(Usage::cached).distinct()).as("every flow's truth is its own").hasSize(flows);
-      for (int i = 0; i < flows; i++) {
-        assertThat(read.get(i).get()).as("flow " + i).isEqualTo(repeated.get(i));
-      }
-      expected.addAll(repeated);
-      GenerationLedger ledger = new GenerationLedger(deployment);
-      ledger.awaitCompletions(expected.size());
-      assertThat(ledger.completions().stream().map(GenerationLedger::metadata).toList())
-          .as("the access log holds each flow's own truth once")
-          .containsExactlyInAnyOrderElementsOf(expected);
-      assertThat(ServiceMetrics.exchanges(deployment.service, "generation")).containsEntry("rewritten", (long) expected.size());
-    } finally {
-      clients.shutdownNow();
+      RouterFlows.concurrent(deployment, Map.of());
     }
   }
 
-  /** Prompt {@code i}: its own first word and 16 tokens more than prompt {@code i-1}. */
-  static String distinctPrompt(int i) {
-    return "Flow" + i + " " + String.join(" ", java.util.Collections.nCopies(18 + 16 * i, "tokens"));
-  }
-
-  static int maxTokens(int flow) {
-    return 1 + flow;
+  /**
+   * Clients that all send one fixed {@code X-Request-Id}, as an SDK with a default header does.
+   * sglang-router passes it on unchanged to both legs of every flow (and the pod Envoys keep it), but the
+   * service keys SGLang legs by {@code bootstrap_host} and {@code bootstrap_room}, which the router draws per
+   * request: every flow has its own key, and both its legs the fingerprint of its client's body.
+   */
+  @ParameterizedTest(name = "Envoy {0}: 16 concurrent flows, one fixed X-Request-Id, each with its own true usage")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
+  void flowsSharingOneClientRequestIdEachGetTheirOwnUsage(String release) throws Exception {
+    try (RouterDeployment deployment = start("fixed-id", release, prefill(), ServiceProcess.EXCHANGE_LINES)) {
+      ConcurrentFlows.Sent sent = RouterFlows.concurrent(deployment, Map.of("x-request-id", ConcurrentFlows.FIXED_REQUEST_ID));
+      List<Legs> legs = RouterWire.legs(deployment.prefill, deployment.decode, RouterWire::bootstrapRoom);
+      assertThat(legs).hasSize(sent.bodies().size()).allSatisfy(flow -> {
+        assertThat(flow.requestIds()).as("the client's id on the prefill leg").containsExactly(ConcurrentFlows.FIXED_REQUEST_ID);
+        assertThat(flow.decode().headerValues("x-request-id")).as("and on the decode leg").containsExactly(ConcurrentFlows.FIXED_REQUEST_ID);
+      });
+      RouterWire.assertLegsShareTheirClientsFingerprint(legs, sent.bodies());
+      deployment.service.assertKeys("sgl",
+          legs.stream().map(flow -> RouterDeployment.PREFILL_POD + "|" + RouterWire.bootstrapRoom(flow.prefill())).toList());
+    }
   }
 }

@@ -2,6 +2,7 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.e2e.RouterWire.Legs;
 import io.disaggusage.e2e.TrueUsage.Usage;
 import io.disaggusage.extproc.scenario.Wire;
 import io.disaggusage.extproc.simulation.engines.UsageVariant;
@@ -10,6 +11,7 @@ import io.disaggusage.extproc.simulation.workers.WorkerRole;
 import io.disaggusage.extproc.simulation.workers.WorkerSpec;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -72,6 +74,28 @@ class VllmRouterTest {
     try (RouterDeployment deployment = RouterDeployment.central(
         "vllm-sdk-" + stream + "-" + release, release, RouterKind.VLLM_ROUTER, prefill(), decode(UsageVariant.BUG))) {
       RouterFlows.assertEveryExchange(deployment, RouterFlows.sdk(deployment, PROMPT, stream, 2));
+    }
+  }
+
+  /**
+   * Clients that all send one fixed {@code X-Request-Id}, as an SDK with a default header does.
+   * vllm-router drops it: both legs of each flow carry the router's own
+   * {@code ___prefill_addr_…___decode_addr_…_<uuid>} and nothing of the client's, so the service's key
+   * (that id) is each flow's own, and both legs have the fingerprint of their client's body.
+   */
+  @ParameterizedTest(name = "Envoy {0}: 16 concurrent flows, one fixed X-Request-Id, each with its own true usage")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
+  void flowsSharingOneClientRequestIdEachGetTheirOwnUsage(String release) throws Exception {
+    try (RouterDeployment deployment = RouterDeployment.central("vllm-fixed-id-" + release, release, RouterKind.VLLM_ROUTER,
+        prefill(), decode(UsageVariant.BUG), ServiceProcess.EXCHANGE_LINES)) {
+      ConcurrentFlows.Sent sent = RouterFlows.concurrent(deployment, Map.of("x-request-id", ConcurrentFlows.FIXED_REQUEST_ID));
+      List<Legs> legs = RouterWire.legs(deployment.prefill, deployment.decode, RouterWire::requestIds);
+      assertThat(legs).hasSize(sent.bodies().size()).allSatisfy(flow -> assertThat(flow.requestIds()).singleElement()
+          .satisfies(id -> assertThat(id).startsWith("___prefill_addr_").doesNotContain(ConcurrentFlows.FIXED_REQUEST_ID)));
+      List<String> ids = legs.stream().map(flow -> flow.requestIds().get(0)).toList();
+      assertThat(ids).as("the router's id is each flow's own").doesNotHaveDuplicates();
+      RouterWire.assertLegsShareTheirClientsFingerprint(legs, sent.bodies());
+      deployment.service.assertKeys("xrid", ids);
     }
   }
 
