@@ -82,13 +82,7 @@ final class ServiceProcess extends ChildProcess {
 
   /** {@code disagg_usage_exchanges_total} for one phase and outcome, as /metrics shows it now. */
   long exchanges(String phase, String outcome) {
-    String series = "disagg_usage_exchanges_total{outcome=\"" + outcome + "\",phase=\"" + phase + "\"}";
-    for (String line : Http.body(adminUrl("/metrics")).split("\n")) {
-      if (line.startsWith(series + " ")) {
-        return (long) Double.parseDouble(line.substring(series.length() + 1).trim());
-      }
-    }
-    return 0;
+    return ServiceMetrics.exchanges(this, phase).getOrDefault(outcome, 0L);
   }
 
 }
