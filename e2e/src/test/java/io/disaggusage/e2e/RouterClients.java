@@ -32,19 +32,27 @@ final class RouterClients {
 
   /** What curl printed for a POST of {@code body} to the router's chat completions. */
   static String curl(RouterDeployment deployment, String body, boolean stream) {
+    return curl(deployment.url("/v1/chat/completions"), body, stream);
+  }
+
+  /** What curl printed for a POST of {@code body} to {@code url} ({@code -N} when streaming). */
+  static String curl(String url, String body, boolean stream) {
     List<String> command = stream
-        ? List.of(Tools.curl().toString(), "-sS", "-N", "--fail", deployment.url("/v1/chat/completions"),
-            "-H", "content-type: application/json", "-d", body)
-        : List.of(Tools.curl().toString(), "-sS", "--fail", deployment.url("/v1/chat/completions"),
-            "-H", "content-type: application/json", "-d", body);
+        ? List.of(Tools.curl().toString(), "-sS", "-N", "--fail", url, "-H", "content-type: application/json", "-d", body)
+        : List.of(Tools.curl().toString(), "-sS", "--fail", url, "-H", "content-type: application/json", "-d", body);
     return run(command);
   }
 
   /** The usage the OpenAI Python SDK parsed from a chat call with {@code message} and {@link #SDK_MAX_TOKENS}. */
   static JsonNode sdkChatUsage(RouterDeployment deployment, String message, boolean stream) {
+    return sdkChatUsage(deployment.url(""), message, stream);
+  }
+
+  /** The same against any OpenAI-compatible {@code baseUrl}. */
+  static JsonNode sdkChatUsage(String baseUrl, String message, boolean stream) {
     String script = Tools.root().resolve("e2e/src/test/resources/clients/sdk_client.py").toString();
     return parseJson(run(List.of(
-        Tools.pythonClients().toString(), script, deployment.url(""), "chat", Boolean.toString(stream), message)).trim());
+        Tools.pythonClients().toString(), script, baseUrl, "chat", Boolean.toString(stream), message)).trim());
   }
 
   /** The usage object of a JSON body, or of the last SSE event that carries one. */
