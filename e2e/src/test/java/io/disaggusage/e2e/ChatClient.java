@@ -1,13 +1,7 @@
 package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.scenario.Wire;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Path;
-import java.util.List;
 
 /**
  * A real client sending one chat completion (one user message, {@code max_tokens} 16) to an orchestrator,
@@ -24,9 +18,7 @@ enum ChatClient {
   record Reading(String body, JsonNode usage) {}
 
   /** What {@code sdk_client.py} asks for; curl sends the same. */
-  static final int MAX_TOKENS = 16;
-
-  private static final ObjectMapper JSON = new ObjectMapper();
+  static final int MAX_TOKENS = RouterClients.SDK_MAX_TOKENS;
 
   private final String label;
 
@@ -38,52 +30,15 @@ enum ChatClient {
     return this == SDK_STREAM || this == CURL_STREAM;
   }
 
-  Reading call(String baseUrl, String prompt) throws IOException, InterruptedException {
+  Reading call(String baseUrl, String prompt) {
     return switch (this) {
-      case SDK, SDK_STREAM -> {
-        Path script = Tools.root().resolve("e2e/src/test/resources/clients/sdk_client.py");
-        String usage = ClientsTest.run(List.of(
-            Tools.pythonClients().toString(), script.toString(), baseUrl, "chat", Boolean.toString(streams()), prompt)).trim();
-        yield new Reading(null, JSON.readTree(usage));
-      }
+      case SDK, SDK_STREAM -> new Reading(null, RouterClients.sdkChatUsage(baseUrl, prompt, streams()));
       case CURL, CURL_STREAM -> {
-        String body = ClientsTest.run(List.of(
-            Tools.curl().toString(), streams() ? "-sSN" : "-sS", "--fail", baseUrl + TrtLlmOrchestrator.CHAT_COMPLETIONS,
-            "-H", "content-type: application/json", "-d", request(prompt)));
-        yield new Reading(body, streams() ? lastUsage(body) : JSON.readTree(body).path("usage"));
+        String body = RouterClients.curl(baseUrl + TrtLlmOrchestrator.CHAT_COMPLETIONS,
+            RouterClients.chat(Wire.MODEL, prompt, MAX_TOKENS, 1, streams()), streams());
+        yield new Reading(body, RouterClients.usage(body, streams()));
       }
     };
-  }
-
-  /** The body curl sends: what the SDK sends for the same call. */
-  private String request(String prompt) {
-    ObjectNode body = JSON.createObjectNode().put("model", Wire.MODEL);
-    body.putArray("messages").addObject().put("role", "user").put("content", prompt);
-    body.put("max_tokens", MAX_TOKENS);
-    if (streams()) {
-      body.put("stream", true).putObject("stream_options").put("include_usage", true);
-    }
-    return body.toString();
-  }
-
-  /** The usage of the stream's last event that has one. */
-  private static JsonNode lastUsage(String stream) {
-    JsonNode usage = null;
-    for (String event : stream.split("\n\n")) {
-      String data = event.strip();
-      if (data.startsWith("data: ") && !data.equals("data: [DONE]")) {
-        try {
-          JsonNode chunk = JSON.readTree(data.substring("data: ".length()));
-          usage = chunk.path("usage").isObject() ? chunk.path("usage") : usage;
-        } catch (IOException e) {
-          throw new UncheckedIOException("not JSON in " + stream, e);
-        }
-      }
-    }
-    if (usage == null) {
-      throw new AssertionError("no usage in the stream:\n" + stream);
-    }
-    return usage;
   }
 
   @Override

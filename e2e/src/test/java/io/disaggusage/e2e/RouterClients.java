@@ -39,11 +39,21 @@ final class RouterClients {
 
   /** What curl printed for a POST of {@code body} with {@code headers} to the router's chat completions. */
   static String curl(RouterDeployment deployment, String body, boolean stream, Map<String, String> headers) {
+    return curl(deployment.url("/v1/chat/completions"), body, stream, headers);
+  }
+
+  /** What curl printed for a POST of {@code body} to {@code url} ({@code -N} when streaming). */
+  static String curl(String url, String body, boolean stream) {
+    return curl(url, body, stream, Map.of());
+  }
+
+  /** What curl printed for a POST of {@code body} with {@code headers} to {@code url} ({@code -N} when streaming). */
+  static String curl(String url, String body, boolean stream, Map<String, String> headers) {
     List<String> command = new ArrayList<>(List.of(Tools.curl().toString(), "-sS"));
     if (stream) {
       command.add("-N");
     }
-    command.addAll(List.of("--fail", deployment.url("/v1/chat/completions"), "-H", "content-type: application/json"));
+    command.addAll(List.of("--fail", url, "-H", "content-type: application/json"));
     headers.forEach((name, value) -> command.addAll(List.of("-H", name + ": " + value)));
     command.addAll(List.of("-d", body));
     return run(command);
@@ -51,9 +61,14 @@ final class RouterClients {
 
   /** The usage the OpenAI Python SDK parsed from a chat call with {@code message} and {@link #SDK_MAX_TOKENS}. */
   static JsonNode sdkChatUsage(RouterDeployment deployment, String message, boolean stream) {
+    return sdkChatUsage(deployment.url(""), message, stream);
+  }
+
+  /** The same against any OpenAI-compatible {@code baseUrl}. */
+  static JsonNode sdkChatUsage(String baseUrl, String message, boolean stream) {
     String script = Tools.root().resolve("e2e/src/test/resources/clients/sdk_client.py").toString();
     return parseJson(run(List.of(
-        Tools.pythonClients().toString(), script, deployment.url(""), "chat", Boolean.toString(stream), message)).trim());
+        Tools.pythonClients().toString(), script, baseUrl, "chat", Boolean.toString(stream), message)).trim());
   }
 
   /** The usage object of a JSON body, or of the last SSE event that carries one. */

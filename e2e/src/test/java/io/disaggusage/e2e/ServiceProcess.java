@@ -149,17 +149,7 @@ final class ServiceProcess extends ChildProcess {
 
   /** {@code disagg_usage_exchanges_total} for one phase and outcome, as /metrics shows it now. */
   long exchanges(String phase, String outcome) {
-    return sample("disagg_usage_exchanges_total{outcome=\"" + outcome + "\",phase=\"" + phase + "\"}");
-  }
-
-  /** One series' value on /metrics now, e.g. {@code name{label="value"}}; 0 when absent. */
-  long sample(String series) {
-    for (String line : Http.body(adminUrl("/metrics")).split("\n")) {
-      if (line.startsWith(series + " ")) {
-        return (long) Double.parseDouble(line.substring(series.length() + 1).trim());
-      }
-    }
-    return 0;
+    return ServiceMetrics.exchanges(this, phase).getOrDefault(outcome, 0L);
   }
 
 }

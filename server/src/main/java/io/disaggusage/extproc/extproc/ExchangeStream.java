@@ -467,16 +467,16 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void completeGeneration(Slot slot, byte[] original, byte[] ready) {
-    Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), body.report(), model);
+    ExchangeReport report = body.report();
+    Struct metadata = UsageMetadata.of(services.config().metadata().namespace(), report, model);
     ProcessingResponse reply = bodyReply(original, ready, metadata);
-    countGeneration(); // after the reply is built: the summary line's bytes_out includes it
+    countGeneration(report); // after the reply is built: the summary line's bytes_out includes it
     complete(slot, reply);
   }
 
   /** Counts the generation exchange's final report (tokens and outcome), once. */
-  private void countGeneration() {
+  private void countGeneration(ExchangeReport report) {
     if (!reported) {
-      ExchangeReport report = body.report();
       generationReport = report;
       services.metrics().tokens(report.model() != null ? report.model() : model, report.figures());
       report(Phase.GENERATION, report.outcome());
@@ -509,7 +509,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
       return; // a store write under way counts itself when it lands (onStored)
     }
     if (body != null && !(body instanceof ContextObserver) && !abandoned && body.usageReleased() > 0) {
-      countGeneration();
+      countGeneration(body.report());
       return;
     }
     report(classification.phase(), Outcome.RESET);

@@ -5,6 +5,7 @@ import com.google.protobuf.Duration;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
 import io.disaggusage.extproc.simulation.envoy.ExchangeResult.StreamEnd;
+import io.disaggusage.extproc.sse.ByteSearch;
 import io.disaggusage.extproc.simulation.envoy.HeaderMutator.InvalidMutationException;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
@@ -180,6 +181,8 @@ final class FilterStream {
    * response ends.
    */
   final CompletableFuture<Void> responseRead = new CompletableFuture<>();
+  /** The client's close for {@link Exchange.Builder#clientClosesAfterReading} was scheduled. */
+  private final java.util.concurrent.atomic.AtomicBoolean closingForMarker = new java.util.concurrent.atomic.AtomicBoolean();
   private final CompletableFuture<Void> upstreamStart = new CompletableFuture<>();
   private final List<Map.Entry<Predicate<byte[]>, CompletableFuture<byte[]>>> bodyWatchers =
       new CopyOnWriteArrayList<>();
@@ -581,25 +584,13 @@ final class FilterStream {
   /** {@link Exchange.Builder#clientClosesAfterReading}: the marker arrived, the client hangs up. */
   private void checkClosingMarker(byte[] clientBytes) {
     byte[] marker = exchange.clientClosesAfterReading;
-    if (marker != null && !finished && indexOf(clientBytes, marker) >= 0 && closingForMarker.compareAndSet(false, true)) {
-      loop.execute(guarded(this::downstreamReset));
+    if (marker != null
+        && !finished
+        && ByteSearch.indexOf(clientBytes, 0, clientBytes.length, marker, 0) >= 0
+        && closingForMarker.compareAndSet(false, true)) {
+      loop.execute(guarded(this::downstreamReset)); // after the current event, as a client's close reaches Envoy
     }
   }
-
-  private static int indexOf(byte[] haystack, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= haystack.length; i++) {
-      for (int k = 0; k < needle.length; k++) {
-        if (haystack[i + k] != needle[k]) {
-          continue outer;
-        }
-      }
-      return i;
-    }
-    return -1;
-  }
-
-  private final java.util.concurrent.atomic.AtomicBoolean closingForMarker = new java.util.concurrent.atomic.AtomicBoolean();
 
   private void clientHasResponse() {
     if (responseRead.complete(null) && exchange.clientClosesAfterResponse && !finished) {
