@@ -13,7 +13,7 @@ import java.nio.ByteBuffer;
  * token Jackson is in the middle of). Only the top two levels are examined ({@link
  * RequestFactsBuilder}); the one object captured whole is TensorRT-LLM's {@code
  * disaggregated_params.ctx_usage}, bounded by {@code maxCaptureBytes}. The prompt fingerprint is
- * hashed from the same tokens ({@link PromptFingerprinter}), one digest state per open container.
+ * hashed from the same tokens ({@link PromptFingerprinter}) in bounded memory ({@link CanonicalHasher}).
  */
 public final class RequestBodyScanner implements RequestBodyReader {
   private final JsonFactory factory;
@@ -180,7 +180,7 @@ public final class RequestBodyScanner implements RequestBodyReader {
           facts.name(name);
           if (fingerprint.hashing()) {
             // The name as a String: getTextCharacters() on a name token hashed inconsistently (tests).
-            fingerprint.string(name.toCharArray(), 0, name.length());
+            fingerprint.string(name);
           } else {
             fingerprint.name(name);
           }
