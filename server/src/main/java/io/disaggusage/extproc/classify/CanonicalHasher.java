@@ -46,10 +46,16 @@ import java.util.Arrays;
  *
  * Every encoding starts with a tag byte and is self-delimiting, so a sequence of them decodes one way.
  *
+ * <p>Strength: every form reduces to SHA-256's collision resistance except the lane sums, additive
+ * multiset hashes: for an object of m members a generalised-birthday search for another m-member
+ * object with the same sum costs about 2^(256 / (1 + log2 m)). Objects within the sorted form's
+ * bounds (every object a chat, Responses or Messages prompt normally holds) never use them.
+ *
  * <p>Memory, whatever the body's size: a {@value #ROOT_STAGE}-byte staging buffer for the value's
- * digest, and per open object one buffer of at most {@value #SORT_MAX_BYTES} + 2 × {@value
- * #INLINE_MAX} bytes when it is nested in fewer than {@value #SORT_MAX_DEPTH} objects (grown as its
- * content needs), or one digest state when it is deeper. No string is held beyond {@value #INLINE_MAX} bytes.
+ * digest; per open object one buffer of at most {@value #SORT_MAX_BYTES} + 2 × {@value #INLINE_MAX}
+ * bytes when it is nested in fewer than {@value #SORT_MAX_DEPTH} objects (grown as its content needs),
+ * or one digest state when it is deeper; the encodings of {@value #NAME_SLOTS} short member names.
+ * No string is held beyond {@value #INLINE_MAX} bytes.
  *
  * <p>Cost: one SHA-256 update per {@value #ROOT_STAGE} staged bytes or per long string chunk, one
  * finalisation per name or member value longer than {@value #INLINE_MAX} bytes, and per member of an
@@ -92,6 +98,9 @@ final class CanonicalHasher {
   private static final int HEADER_ROOM = 3;
   /** A string of at most this many chars is encoded in one pass, in the scratch buffer. */
   private static final int SHORT_CHARS = (SCRATCH - HEADER_ROOM - 4) / 3;
+  /** Member names of at most this many chars are kept encoded, in this many slots. */
+  private static final int CACHED_NAME_CHARS = 32;
+  static final int NAME_SLOTS = 16;
   /** 2^63 as a double: the first whole double that is no longer an int64. */
   private static final double TWO_TO_63 = 0x1p63;
   private static final VarHandle LONG_BE =
@@ -234,10 +243,18 @@ final class CanonicalHasher {
   private int containers;
   /** The string being streamed is a member name. */
   private boolean streamingName;
+  /** A high surrogate that ended the last piece of a string streamed as UTF-16; 0 when none. */
+  private char pendingHigh;
   /** Finalises one-shot digests: a member's representation, the root. */
   private MessageDigest finisher;
   private final byte[] scratch = new byte[SCRATCH];
-  private final char[] chars = new char[64];
+  private final char[] chars = new char[CACHED_NAME_CHARS];
+  /** Where the last {@link #encodeShort} ended in {@code scratch}. */
+  private int scratchEnd;
+  /** The short names seen last, by hash, each with its encoding: see {@link #string(String)}. */
+  private final String[] names = new String[NAME_SLOTS];
+  private final byte[][] nameEncodings = new byte[NAME_SLOTS][];
+  private final int[] nameLengths = new int[NAME_SLOTS];
   private final byte[] member = new byte[DIGEST_BYTES];
   private byte[] result;
 
@@ -255,6 +272,7 @@ final class CanonicalHasher {
     objects = 0;
     containers = 0;
     streamingName = false;
+    pendingHigh = 0;
     result = null;
   }
 
@@ -299,7 +317,9 @@ final class CanonicalHasher {
     }
     f.len = 0;
     f.members = 0;
-    Arrays.fill(f.lanes, 0);
+    if (f.form == Form.DEEP) {
+      Arrays.fill(f.lanes, 0);
+    }
     f.expectingName = true;
   }
 
@@ -346,7 +366,35 @@ final class CanonicalHasher {
     top().write(bytes);
   }
 
+  /**
+   * The next piece of a string started with {@link #startString} whose text arrives as UTF-16 pieces
+   * (a surrogate pair may be cut between two); {@link #endString} ends it.
+   */
+  void stringChars(char[] chars, int offset, int length) {
+    Frame out = top();
+    int n = 0;
+    int i = offset;
+    if (pendingHigh != 0 && length > 0) {
+      if (Character.isLowSurrogate(chars[i])) {
+        n = Utf8.put(Character.toCodePoint(pendingHigh, chars[i++]), scratch, n);
+      } else {
+        n = Utf8.put(pendingHigh, scratch, n);
+      }
+      pendingHigh = 0;
+    }
+    int end = offset + length;
+    if (i < end && Character.isHighSurrogate(chars[end - 1])) {
+      end--; // the pair's low half may start the next piece
+      pendingHigh = chars[end];
+    }
+    out.write(scratch, 0, utf8(chars, i, end, n, out));
+  }
+
   void endString() {
+    if (pendingHigh != 0) {
+      top().write(scratch, 0, Utf8.put(pendingHigh, scratch, 0)); // a lone surrogate as its three-byte form
+      pendingHigh = 0;
+    }
     endBytes();
   }
 
@@ -366,21 +414,63 @@ final class CanonicalHasher {
   void string(char[] chars, int offset, int length) {
     byte tag = begin(STRING);
     Frame out = top();
-    int end = offset + length;
     if (length <= SHORT_CHARS) {
-      // One pass: the UTF-8 bytes after room for the header, then the header (its length now known).
-      int n = utf8(chars, offset, end, HEADER_ROOM, out);
-      int bytes = n - HEADER_ROOM;
-      int at = bytes < 0x80 ? HEADER_ROOM - 2 : HEADER_ROOM - 3;
-      scratch[at] = tag;
-      putVarint(scratch, at + 1, bytes);
-      out.write(scratch, at, n - at);
+      int at = encodeShort(tag, chars, offset, length);
+      out.write(scratch, at, scratchEnd - at);
     } else {
       scratch[0] = tag;
       int n = putVarint(scratch, 1, Utf8.length(chars, offset, length));
-      out.write(scratch, 0, utf8(chars, offset, end, n, out));
+      out.write(scratch, 0, utf8(chars, offset, offset + length, n, out));
     }
     endBytes();
+  }
+
+  /**
+   * A whole member name as a {@code String}. A body repeats a few names ({@code role}, {@code
+   * content}, …): the last {@value #NAME_SLOTS} short ones seen are kept encoded.
+   */
+  void string(String s) {
+    int length = s.length();
+    if (length > CACHED_NAME_CHARS) {
+      char[] c = new char[length];
+      s.getChars(0, length, c, 0);
+      string(c, 0, length);
+      return;
+    }
+    byte tag = begin(STRING);
+    int slot = s.hashCode() & (NAME_SLOTS - 1);
+    byte[] encoded = nameEncodings[slot];
+    if (tag != NAME || encoded == null || !s.equals(names[slot])) {
+      s.getChars(0, length, chars, 0);
+      int at = encodeShort(tag, chars, 0, length);
+      if (tag != NAME) {
+        top().write(scratch, at, scratchEnd - at);
+        endBytes();
+        return;
+      }
+      if (encoded == null) {
+        encoded = nameEncodings[slot] = new byte[HEADER_ROOM + 3 * CACHED_NAME_CHARS];
+      }
+      System.arraycopy(scratch, at, encoded, 0, scratchEnd - at);
+      nameLengths[slot] = scratchEnd - at;
+      names[slot] = s;
+    }
+    top().write(encoded, 0, nameLengths[slot]);
+    endBytes();
+  }
+
+  /**
+   * Encodes a string of at most {@link #SHORT_CHARS} chars, tag and length first, into {@code
+   * scratch[at, scratchEnd)} in one pass (the bytes after room for the header, then the header, its
+   * length now known); returns {@code at}.
+   */
+  private int encodeShort(byte tag, char[] chars, int offset, int length) {
+    scratchEnd = utf8(chars, offset, offset + length, HEADER_ROOM, null); // never full: no writes
+    int bytes = scratchEnd - HEADER_ROOM;
+    int at = bytes < 0x80 ? HEADER_ROOM - 2 : HEADER_ROOM - 3;
+    scratch[at] = tag;
+    putVarint(scratch, at + 1, bytes);
+    return at;
   }
 
   /**
@@ -403,14 +493,6 @@ final class CanonicalHasher {
       }
     }
     return n;
-  }
-
-  /** A whole string or name, as a {@code String}. */
-  void string(String s) {
-    int length = s.length();
-    char[] c = length <= chars.length ? chars : new char[length];
-    s.getChars(0, length, c, 0);
-    string(c, 0, length);
   }
 
   void integer(long value) {
@@ -533,6 +615,7 @@ final class CanonicalHasher {
         if (f.members > SORT_MAX_MEMBERS || f.len > SORT_MAX_BYTES) {
           // Beyond the sorted form's bounds: the members so far go into the lanes, and so will the rest.
           f.form = Form.LANES;
+          Arrays.fill(f.lanes, 0);
           for (int m = 0; m < f.members; m++) {
             addMember(f, f.starts[m], f.starts[m + 1] - f.starts[m]);
           }
@@ -552,21 +635,40 @@ final class CanonicalHasher {
     f.addLanes(member, 0);
   }
 
-  /** Insertion sort of the members' indices by their bytes, unsigned; at most {@value #SORT_MAX_MEMBERS}. */
+  /**
+   * Sorts the members' indices by their bytes, unsigned: a binary insertion sort, so at most about
+   * 6 comparisons per member for {@value #SORT_MAX_MEMBERS} members.
+   */
   private static void sort(byte[] buf, int[] starts, int[] order, int n) {
     for (int i = 1; i < n; i++) {
       int m = order[i];
-      int j = i - 1;
-      while (j >= 0 && compare(buf, starts, order[j], m) > 0) {
-        order[j + 1] = order[j];
-        j--;
+      int lo = 0;
+      int hi = i;
+      while (lo < hi) {
+        int mid = (lo + hi) >>> 1;
+        if (compare(buf, starts, order[mid], m) <= 0) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
       }
-      order[j + 1] = m;
+      System.arraycopy(order, lo, order, lo + 1, i - lo);
+      order[lo] = m;
     }
   }
 
   private static int compare(byte[] buf, int[] starts, int a, int b) {
-    return Arrays.compareUnsigned(buf, starts[a], starts[a + 1], buf, starts[b], starts[b + 1]);
+    int i = starts[a];
+    int j = starts[b];
+    int aEnd = starts[a + 1];
+    int bEnd = starts[b + 1];
+    // Names usually differ in their first bytes (the tag, the length, the first characters).
+    for (int k = Math.min(8, Math.min(aEnd - i, bEnd - j)); k > 0; k--, i++, j++) {
+      if (buf[i] != buf[j]) {
+        return (buf[i] & 0xff) - (buf[j] & 0xff);
+      }
+    }
+    return Arrays.compareUnsigned(buf, i, aEnd, buf, j, bEnd);
   }
 
   /** Writes {@code value} as an unsigned LEB128 varint at {@code out[n]}; returns the new length. */

@@ -122,6 +122,11 @@ final class PromptFingerprinter {
     hasher.stringBytes(bytes);
   }
 
+  /** The next UTF-16 piece of a string started with {@link #startString}. */
+  void chars(char[] chars, int offset, int length) {
+    hasher.stringChars(chars, offset, length);
+  }
+
   void endString() {
     hasher.endString();
     memberMaybeDone();

@@ -87,7 +87,7 @@ final class CanonicalReference {
   /** {@code enclosing}: the objects of the hashed value this one is nested in. */
   private static void enc(Object v, int enclosing, ByteArrayOutputStream out) {
     if (v instanceof String s) {
-      bytes(out, 's', s.getBytes(StandardCharsets.UTF_8));
+      bytes(out, 's', utf8(s));
     } else if (v instanceof BigInteger n) {
       if (n.bitLength() < 64) {
         out.write('i');
@@ -166,7 +166,7 @@ final class CanonicalReference {
 
   static byte[] name(String name) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    bytes(out, 'k', name.getBytes(StandardCharsets.UTF_8));
+    bytes(out, 'k', utf8(name));
     return out.toByteArray();
   }
 
@@ -178,6 +178,29 @@ final class CanonicalReference {
     h[0] = 'H';
     System.arraycopy(sha256(encoding), 0, h, 1, 32);
     return h;
+  }
+
+  /** UTF-8, a lone surrogate as its three-byte form (String.getBytes would replace it). */
+  static byte[] utf8(String s) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    s.codePoints().forEach(cp -> {
+      if (cp < 0x80) {
+        out.write(cp);
+      } else if (cp < 0x800) {
+        out.write(0xc0 | cp >> 6);
+        out.write(0x80 | cp & 0x3f);
+      } else if (cp < 0x10000) {
+        out.write(0xe0 | cp >> 12);
+        out.write(0x80 | cp >> 6 & 0x3f);
+        out.write(0x80 | cp & 0x3f);
+      } else {
+        out.write(0xf0 | cp >> 18);
+        out.write(0x80 | cp >> 12 & 0x3f);
+        out.write(0x80 | cp >> 6 & 0x3f);
+        out.write(0x80 | cp & 0x3f);
+      }
+    });
+    return out.toByteArray();
   }
 
   private static void bytes(ByteArrayOutputStream out, char tag, byte[] payload) {
@@ -284,7 +307,10 @@ final class CanonicalReference {
     b.append('"');
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
-      if (r != null && r.nextInt(5) == 0 && !(name && Character.isHighSurrogate(c))) {
+      boolean pair = Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1));
+      if (Character.isSurrogate(c) && !pair) {
+        b.append(String.format("\\u%04x", (int) c)); // a lone surrogate has no UTF-8 of its own
+      } else if (r != null && r.nextInt(5) == 0 && !(name && pair)) {
         // Not an escaped pair in a name: Jackson's non-blocking parser (2.21.3) fails on one cut
         // between its two escapes, with or without the fingerprint (jackson-core#1581).
         String format = r.nextBoolean() ? "\\u%04x" : "\\u%04X";

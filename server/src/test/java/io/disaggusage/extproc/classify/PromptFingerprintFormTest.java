@@ -161,6 +161,34 @@ class PromptFingerprintFormTest {
     assertDifferent(arr(small, manyMembers), arr(manyMembers, small));
   }
 
+  /**
+   * Strings longer than the JSON reader joins into one array are hashed from the parser's segments:
+   * a surrogate pair cut between two segments, and lone surrogates, are encoded as in a short string.
+   */
+  @Test
+  void longStringsFromTheParsersSegments() {
+    Random r = new Random(7);
+    for (int length : new int[] {4095, 4097, 10_001, 70_000}) {
+      for (String unit : new String[] {"😀", "a😀", "é€😀x\n\"", "\ud800a", "b\udc00", "\ud800\ud800\ude00"}) {
+        String s = unit.repeat(length / unit.length() + 1).substring(0, length);
+        Object value = arr(s, obj("k", s, "a", integer(1)), s + "z");
+        PromptFingerprint expected = CanonicalReference.fingerprint("m", value);
+        String body = body("m", value, null);
+        assertThat(json(body)).as("%s × %d", unit, length).isEqualTo(expected);
+        assertThat(json(body("m", value, r))).as("%s × %d re-spelled", unit, length).isEqualTo(expected);
+        byte[] b = body.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < 40; i++) {
+          int cut = r.nextInt(b.length);
+          assertThat(json(b, cut)).as("%s × %d split at %d", unit, length, cut).isEqualTo(expected);
+        }
+        if (s.codePoints().noneMatch(c -> Character.isSurrogate((char) c))) { // MessagePack strings are valid UTF-8
+          assertThat(msgpack(MsgpackBodies.fromJson(body, Style.COMPACT))).isEqualTo(expected);
+        }
+      }
+    }
+    assertDifferent(arr("\ud800".repeat(5000)), arr("\ufffd".repeat(5000)));
+  }
+
   @Test
   void messagePackBinaryAndExtensionValuesAreOrderIndependentAndDistinct() {
     byte[] data = "bytes".repeat(40).getBytes(StandardCharsets.UTF_8); // past INLINE_MAX
