@@ -286,6 +286,11 @@ final class CanonicalHasher {
     return result;
   }
 
+  /** A SHA-256 state no value uses now (the root's, between values); null before the first value. */
+  MessageDigest idleDigest() {
+    return complete() && frames[0] != null ? frames[0].digest : null;
+  }
+
   void startContainer(boolean object) {
     if (containers == containerIsObject.length) {
       containerIsObject = Arrays.copyOf(containerIsObject, containers * 2);
@@ -310,8 +315,8 @@ final class CanonicalHasher {
     } else {
       if (f.buf == null) {
         f.buf = new byte[256];
-        f.starts = new int[SORT_MAX_MEMBERS + 2]; // one past the bound: the member that exceeds it
-        f.order = new int[SORT_MAX_MEMBERS];
+        f.starts = new int[8]; // grown up to SORT_MAX_MEMBERS + 2 as members come
+        f.order = new int[8];
       }
       f.partLimit = INLINE_MAX;
     }
@@ -483,6 +488,13 @@ final class CanonicalHasher {
         out.write(scratch, 0, n);
         n = 0;
       }
+      // ASCII runs in a loop of their own: no room check per char
+      for (int stop = Math.min(end, i + scratch.length - 4 - n); i < stop && chars[i] < 0x80; i++) {
+        scratch[n++] = (byte) chars[i];
+      }
+      if (i == end) {
+        break;
+      }
       char c = chars[i];
       if (c < 0x80) {
         scratch[n++] = (byte) c;
@@ -611,6 +623,11 @@ final class CanonicalHasher {
       }
       default -> {
         f.endPart();
+        if (f.members == f.starts.length) {
+          // up to one past the bound: where the member that exceeds it ends
+          f.starts = Arrays.copyOf(f.starts, Math.min(2 * f.starts.length, SORT_MAX_MEMBERS + 2));
+          f.order = new int[f.starts.length];
+        }
         f.starts[(int) f.members] = f.len;
         if (f.members > SORT_MAX_MEMBERS || f.len > SORT_MAX_BYTES) {
           // Beyond the sorted form's bounds: the members so far go into the lanes, and so will the rest.

@@ -177,23 +177,28 @@ final class PromptFingerprinter {
     if (!readWhole || depth != 0 || member != null) {
       return null;
     }
-    MessageDigest sha = CanonicalHasher.sha256();
-    sha.update(DOMAIN);
     boolean prompt = false;
     for (Member m : Member.values()) {
-      byte[] digest = digests[m.ordinal()];
-      if (digest == null || (m == Member.PROMPT && trtBody)) {
-        continue;
-      }
-      prompt |= m.promptBearing;
-      sha.update((byte) m.ordinal());
-      sha.update(digest);
+      prompt |= m.promptBearing && counts(m);
     }
     if (!prompt) {
       return null;
     }
+    MessageDigest sha = hasher.idleDigest();
+    sha.update(DOMAIN);
+    for (Member m : Member.values()) {
+      if (counts(m)) {
+        sha.update((byte) m.ordinal());
+        sha.update(digests[m.ordinal()]);
+      }
+    }
     ByteBuffer out = ByteBuffer.wrap(sha.digest());
     return new PromptFingerprint(out.getLong(), out.getLong());
+  }
+
+  /** The member was read and enters the fingerprint. */
+  private boolean counts(Member m) {
+    return digests[m.ordinal()] != null && !(m == Member.PROMPT && trtBody);
   }
 
   private void memberMaybeDone() {
