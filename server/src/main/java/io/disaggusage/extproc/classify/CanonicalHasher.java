@@ -141,51 +141,49 @@ final class CanonicalHasher {
     int[] order;
 
     void write(byte b) {
-      if (form == Form.DEEP) {
+      if (staged(1)) {
+        buf[len++] = b;
+      } else {
         digest.update(b);
-        return;
       }
-      if (len - partStart >= partLimit) {
-        spill();
-      }
-      ensure(len + 1);
-      buf[len++] = b;
     }
 
     void write(byte[] b, int off, int n) {
-      if (form == Form.DEEP) {
+      if (staged(n)) {
+        System.arraycopy(b, off, buf, len, n);
+        len += n;
+      } else {
         digest.update(b, off, n);
-        return;
       }
-      if (len - partStart + n > partLimit) {
-        spill();
-        if (n > partLimit) {
-          digest.update(b, off, n);
-          return;
-        }
-      }
-      ensure(len + n);
-      System.arraycopy(b, off, buf, len, n);
-      len += n;
     }
 
     /** Consumes {@code b}'s remaining bytes. */
     void write(ByteBuffer b) {
       int n = b.remaining();
-      if (form == Form.DEEP) {
+      if (staged(n)) {
+        b.get(buf, len, n);
+        len += n;
+      } else {
         digest.update(b);
-        return;
+      }
+    }
+
+    /**
+     * Makes room for {@code n} more bytes in the part's stage, spilling it if they do not fit; false
+     * when they go straight into the digest (a deep object's, or past a spill, more than a stage).
+     */
+    private boolean staged(int n) {
+      if (form == Form.DEEP) {
+        return false;
       }
       if (len - partStart + n > partLimit) {
         spill();
         if (n > partLimit) {
-          digest.update(b);
-          return;
+          return false;
         }
       }
       ensure(len + n);
-      b.get(buf, len, n);
-      len += n;
+      return true;
     }
 
     /** The part's staged bytes go into its digest (started now if the part had not spilled). */

@@ -85,8 +85,9 @@ class PromptFingerprintFormTest {
     for (int bytes : new int[] {INLINE_MAX - 1, INLINE_MAX, INLINE_MAX + 1, 2 * INLINE_MAX}) {
       Object value = sized(bytes, 'v');
       Obj byValue = obj("a", value, "z", integer(1), "m", "x");
-      Obj byName = obj(nameOf(bytes, 'n'), "x", "z", integer(1));
-      // A container value: an array of one-byte integers ({@code 'i'} and its zigzag byte each).
+      Obj byName = obj(sized(bytes, 'n'), "x", "z", integer(1));
+      assertThat(CanonicalReference.name(sized(bytes, 'n'))).hasSize(bytes);
+      // A container value: an array of one-byte integers ('i' and its zigzag byte each).
       Object array = arrayOf(bytes);
       Obj byArray = obj("a", array, "b", obj("c", array));
       int representation = CanonicalReference.representation("a", value).length;
@@ -102,7 +103,7 @@ class PromptFingerprintFormTest {
       }
       assertDifferent(byValue, obj("a", sized(bytes, 'w'), "z", integer(1), "m", "x"));
       assertDifferent(byValue, obj("a", sized(bytes - 1, 'v'), "z", integer(1), "m", "x"));
-      assertDifferent(byName, obj(nameOf(bytes, 'o'), "x", "z", integer(1)));
+      assertDifferent(byName, obj(sized(bytes, 'o'), "x", "z", integer(1)));
     }
   }
 
@@ -192,14 +193,8 @@ class PromptFingerprintFormTest {
   @Test
   void messagePackBinaryAndExtensionValuesAreOrderIndependentAndDistinct() {
     byte[] data = "bytes".repeat(40).getBytes(StandardCharsets.UTF_8); // past INLINE_MAX
-    byte[] binFirst = packed(p -> {
-      p.packMapHeader(2).packString("bin").packBinaryHeader(3).writePayload(data, 0, 3);
-      p.packString("ext").packExtensionTypeHeader((byte) 5, data.length).writePayload(data);
-    });
-    byte[] extFirst = packed(p -> {
-      p.packMapHeader(2).packString("ext").packExtensionTypeHeader((byte) 5, data.length).writePayload(data);
-      p.packString("bin").packBinaryHeader(3).writePayload(data, 0, 3);
-    });
+    byte[] binFirst = binAndExt(data, true, (byte) 5, false);
+    byte[] extFirst = binAndExt(data, false, (byte) 5, false);
     PromptFingerprint whole = msgpack(binFirst);
     assertThat(whole).isNotNull();
     for (byte[] b : List.of(binFirst, extFirst)) {
@@ -207,14 +202,8 @@ class PromptFingerprintFormTest {
         assertThat(msgpack(b, i)).as("split at %d", i).isEqualTo(whole);
       }
     }
-    byte[] otherType = packed(p -> {
-      p.packMapHeader(2).packString("bin").packBinaryHeader(3).writePayload(data, 0, 3);
-      p.packString("ext").packExtensionTypeHeader((byte) 6, data.length).writePayload(data);
-    });
-    byte[] strNotBin = packed(p -> {
-      p.packMapHeader(2).packString("bin").packRawStringHeader(3).writePayload(data, 0, 3);
-      p.packString("ext").packExtensionTypeHeader((byte) 5, data.length).writePayload(data);
-    });
+    byte[] otherType = binAndExt(data, true, (byte) 6, false);
+    byte[] strNotBin = binAndExt(data, true, (byte) 5, true);
     assertThat(msgpack(otherType)).isNotNull().isNotEqualTo(whole);
     assertThat(msgpack(strNotBin)).isNotNull().isNotEqualTo(whole);
   }
@@ -258,17 +247,10 @@ class PromptFingerprintFormTest {
     return (char) CanonicalReference.enc(v)[0];
   }
 
-  /** A string whose encoding is exactly {@code bytes} long. */
+  /** A string whose encoding (as a value or, tagged {@code 'k'}, as a name) is exactly {@code bytes} long. */
   private static String sized(int bytes, char fill) {
     String s = CanonicalReference.stringOfEncodedLength(bytes, fill);
     assertThat(CanonicalReference.enc(s)).hasSize(bytes);
-    return s;
-  }
-
-  /** A name whose encoding is exactly {@code bytes} long. */
-  private static String nameOf(int bytes, char fill) {
-    String s = CanonicalReference.stringOfEncodedLength(bytes, fill);
-    assertThat(CanonicalReference.name(s)).hasSize(bytes);
     return s;
   }
 
@@ -352,6 +334,25 @@ class PromptFingerprintFormTest {
       permutations(items, from + 1, out);
       Collections.swap(items, from, i);
     }
+  }
+
+  /** {@code {"model":"m","prompt":{"bin":<3 bytes>,"ext":<data as an ext value>}}} in MessagePack. */
+  private static byte[] binAndExt(byte[] data, boolean binFirst, byte extType, boolean binAsString) {
+    MsgpackBodies.Packing bin = p -> {
+      p.packString("bin");
+      if (binAsString) {
+        p.packRawStringHeader(3);
+      } else {
+        p.packBinaryHeader(3);
+      }
+      p.writePayload(data, 0, 3);
+    };
+    MsgpackBodies.Packing ext = p -> p.packString("ext").packExtensionTypeHeader(extType, data.length).writePayload(data);
+    return packed(p -> {
+      p.packMapHeader(2);
+      (binFirst ? bin : ext).write(p);
+      (binFirst ? ext : bin).write(p);
+    });
   }
 
   /** {@code {"model":"m","prompt":<what prompt writes>}} in MessagePack. */
