@@ -301,17 +301,19 @@ public final class BenchMain {
 
   /** The request-body scan with and without the prompt fingerprint, same run, same bytes. */
   private static void fingerprint(Table t, Map<String, RunResult> jmh) {
-    for (String size : new String[] {"1024", "65536", "1048576"}) {
-      String with = "FingerprintBench.scanWithFingerprint:" + size;
-      String without = "FingerprintBench.scanWithoutFingerprint:" + size;
-      if (!jmh.containsKey(with)) {
-        continue;
+    for (String shape : new String[] {"chat", "long"}) {
+      for (String size : new String[] {"1024", "65536", "1048576"}) {
+        String with = "FingerprintBench.scanWithFingerprint:" + shape + ":" + size;
+        String without = "FingerprintBench.scanWithoutFingerprint:" + shape + ":" + size;
+        if (!jmh.containsKey(with)) {
+          continue;
+        }
+        double w = ns(jmh, with);
+        double wo = ns(jmh, without);
+        t.line(String.format(Locale.ROOT, "| request scan %s %s, with fingerprint / without | %.1f us / %.1f us (%.2fx) | %.0f MB/s | %s / %s |",
+            bytes(Integer.parseInt(size)), shape.equals("chat") ? "chat" : "one long message", w / 1e3, wo / 1e3,
+            w / wo, Integer.parseInt(size) * 1e3 / w, bytes(alloc(jmh, with)), bytes(alloc(jmh, without))));
       }
-      double w = ns(jmh, with);
-      double wo = ns(jmh, without);
-      t.line(String.format(Locale.ROOT, "| request scan %s chat, with fingerprint / without | %.1f us / %.1f us (%.2fx) | %.0f MB/s | %s / %s |",
-          bytes(Integer.parseInt(size)), w / 1e3, wo / 1e3, w / wo, Integer.parseInt(size) * 1e3 / w,
-          bytes(alloc(jmh, with)), bytes(alloc(jmh, without))));
     }
   }
 

@@ -3,9 +3,11 @@ package io.disaggusage.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.bench.e2e.EndToEnd;
+import io.disaggusage.bench.jmh.FingerprintBench;
 import io.disaggusage.bench.jmh.GrowthBench;
 import io.disaggusage.bench.jmh.JsonBench;
 import io.disaggusage.bench.jmh.SseBench;
+import io.disaggusage.extproc.classify.RequestFacts;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -65,6 +67,24 @@ class BenchSmokeTest {
       String out = utf8(Fixtures.generationOutput(factory, false, Bodies.chunks(body, 16 * 1024)));
       assertThat(out).contains("\"top_logprobs\"").endsWith("\"usage\":{\"prompt_tokens\":1013,\"completion_tokens\":300,"
           + "\"total_tokens\":1313," + CORRECTED + "}}");
+    }
+  }
+
+  @Test
+  void fingerprintBenchmarksHashOneBodyOfEachShapeAndNotTheOther() {
+    for (String shape : List.of("chat", "long")) {
+      for (int size : new int[] {1024, 65536}) {
+        FingerprintBench b = new FingerprintBench();
+        b.shape = shape;
+        b.size = size;
+        b.setUp();
+        RequestFacts with = (RequestFacts) b.scanWithFingerprint();
+        RequestFacts without = (RequestFacts) b.scanWithoutFingerprint();
+        assertThat(with.malformed()).isFalse();
+        assertThat(with.fingerprint()).as("%s %d", shape, size).isNotNull();
+        assertThat(without.malformed()).isFalse();
+        assertThat(without.fingerprint()).as("%s %d", shape, size).isNull();
+      }
     }
   }
 

@@ -21,7 +21,7 @@ import java.security.MessageDigest;
  * ids, so in a body that carries a {@code disaggregated_params} object (both of its legs do) {@code
  * prompt} is left out; a chat leg keeps its {@code messages}, which still count.
  *
- * <p>The fingerprint is the first 128 bits of {@code SHA-256("disagg-usage-fingerprint/1", then for each
+ * <p>The fingerprint is the first 128 bits of {@code SHA-256("disagg-usage-fingerprint/2", then for each
  * member present, in the fixed order above: its index and its value's canonical digest)}. It is null
  * when the body was not read whole and well-formed, or carried none of the prompt-bearing members
  * (only {@code model}, or a TensorRT-LLM completions body): such a leg is unbound, and an unbound
@@ -57,7 +57,7 @@ final class PromptFingerprinter {
   }
 
   private static final byte[] DOMAIN =
-      "disagg-usage-fingerprint/1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      "disagg-usage-fingerprint/2".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
   private final CanonicalHasher hasher = new CanonicalHasher();
   /** Each member's value digest; null until the member has been read. */
@@ -122,6 +122,11 @@ final class PromptFingerprinter {
     hasher.stringBytes(bytes);
   }
 
+  /** The next UTF-16 piece of a string started with {@link #startString}. */
+  void chars(char[] chars, int offset, int length) {
+    hasher.stringChars(chars, offset, length);
+  }
+
   void endString() {
     hasher.endString();
     memberMaybeDone();
@@ -130,6 +135,12 @@ final class PromptFingerprinter {
   /** A whole string or name inside a hashed value, as the JSON reader has it. */
   void string(char[] chars, int offset, int length) {
     hasher.string(chars, offset, length);
+    memberMaybeDone();
+  }
+
+  /** A whole name inside a hashed value, as the JSON reader has it. */
+  void string(String s) {
+    hasher.string(s);
     memberMaybeDone();
   }
 
@@ -166,23 +177,28 @@ final class PromptFingerprinter {
     if (!readWhole || depth != 0 || member != null) {
       return null;
     }
-    MessageDigest sha = CanonicalHasher.sha256();
-    sha.update(DOMAIN);
     boolean prompt = false;
     for (Member m : Member.values()) {
-      byte[] digest = digests[m.ordinal()];
-      if (digest == null || (m == Member.PROMPT && trtBody)) {
-        continue;
-      }
-      prompt |= m.promptBearing;
-      sha.update((byte) m.ordinal());
-      sha.update(digest);
+      prompt |= m.promptBearing && counts(m);
     }
     if (!prompt) {
       return null;
     }
+    MessageDigest sha = hasher.idleDigest();
+    sha.update(DOMAIN);
+    for (Member m : Member.values()) {
+      if (counts(m)) {
+        sha.update((byte) m.ordinal());
+        sha.update(digests[m.ordinal()]);
+      }
+    }
     ByteBuffer out = ByteBuffer.wrap(sha.digest());
     return new PromptFingerprint(out.getLong(), out.getLong());
+  }
+
+  /** The member was read and enters the fingerprint. */
+  private boolean counts(Member m) {
+    return digests[m.ordinal()] != null && !(m == Member.PROMPT && trtBody);
   }
 
   private void memberMaybeDone() {

@@ -13,7 +13,7 @@ import java.nio.ByteBuffer;
  * token Jackson is in the middle of). Only the top two levels are examined ({@link
  * RequestFactsBuilder}); the one object captured whole is TensorRT-LLM's {@code
  * disaggregated_params.ctx_usage}, bounded by {@code maxCaptureBytes}. The prompt fingerprint is
- * hashed from the same tokens ({@link PromptFingerprinter}), one digest state per open container.
+ * hashed from the same tokens ({@link PromptFingerprinter}) in bounded memory ({@link CanonicalHasher}).
  */
 public final class RequestBodyScanner implements RequestBodyReader {
   private final JsonFactory factory;
@@ -30,6 +30,9 @@ public final class RequestBodyScanner implements RequestBodyReader {
   private boolean heldComma;
   private boolean finished;
   private CtxUsageCapture capture;
+  /** Strings longer than this (in chars) are hashed from Jackson's segments: see {@link Segments}. */
+  private static final int JOINED_STRING_MAX = 4096;
+  private Segments segments;
 
   public RequestBodyScanner(JsonFactory factory, int maxCaptureBytes) {
     this.factory = factory;
@@ -180,7 +183,7 @@ public final class RequestBodyScanner implements RequestBodyReader {
           facts.name(name);
           if (fingerprint.hashing()) {
             // The name as a String: getTextCharacters() on a name token hashed inconsistently (tests).
-            fingerprint.string(name.toCharArray(), 0, name.length());
+            fingerprint.string(name);
           } else {
             fingerprint.name(name);
           }
@@ -199,11 +202,62 @@ public final class RequestBodyScanner implements RequestBodyReader {
     }
   }
 
+  /**
+   * A long string's text as Jackson's segments: first its UTF-8 length is counted, then it is hashed,
+   * never joined into one array.
+   */
+  private static final class Segments extends java.io.Writer {
+    final PromptFingerprinter fingerprint;
+    boolean counting;
+    long utf8;
+    char last;
+
+    Segments(PromptFingerprinter fingerprint) {
+      this.fingerprint = fingerprint;
+    }
+
+    @Override
+    public void write(char[] chars, int offset, int length) {
+      if (length == 0) {
+        return;
+      }
+      if (!counting) {
+        fingerprint.chars(chars, offset, length);
+        return;
+      }
+      utf8 += Utf8.length(chars, offset, length);
+      if (Character.isHighSurrogate(last) && Character.isLowSurrogate(chars[offset])) {
+        utf8 -= 2; // a pair cut between two segments: counted as two lone halves, 3 + 3 bytes, not 4
+      }
+      last = chars[offset + length - 1];
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+  }
+
   /** Jackson has the token whole (its own buffer): its characters are hashed where they lie. */
   private void fingerprintScalar(JsonToken token) throws IOException {
     switch (token) {
-      case VALUE_STRING ->
+      case VALUE_STRING -> {
+        if (parser.getTextLength() <= JOINED_STRING_MAX) {
           fingerprint.string(parser.getTextCharacters(), parser.getTextOffset(), parser.getTextLength());
+        } else {
+          // Jackson holds a long string in segments; getTextCharacters() would join them in a copy.
+          Segments s = segments == null ? segments = new Segments(fingerprint) : segments;
+          s.utf8 = 0;
+          s.last = 0;
+          s.counting = true;
+          parser.getText(s);
+          fingerprint.startString(s.utf8);
+          s.counting = false;
+          parser.getText(s);
+          fingerprint.endString();
+        }
+      }
       case VALUE_NUMBER_INT -> {
         JsonParser.NumberType type = parser.getNumberType();
         if (type == JsonParser.NumberType.INT || type == JsonParser.NumberType.LONG) {
