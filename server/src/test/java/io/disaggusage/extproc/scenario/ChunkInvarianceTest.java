@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -29,16 +28,10 @@ class ChunkInvarianceTest {
   static final long BASE_SEED = Long.getLong("chunks.seed", System.nanoTime());
   static final int[] MAX_CHUNK = {1, 2, 3, 5, 8, 16, 64, 256, 4096};
 
-  DirectService service;
-  MemoryContextUsageStore store;
-  DirectEnvoy envoy;
-
-  @BeforeEach
-  void start() {
-    service = new DirectService();
-    store = service.store;
-    envoy = service.envoy;
-  }
+  /** A new service per test method (JUnit makes a new instance for each). */
+  final DirectService service = new DirectService();
+  final MemoryContextUsageStore store = service.store;
+  final DirectEnvoy envoy = service.envoy;
 
   @AfterEach
   void stop() {

@@ -13,7 +13,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,16 +25,10 @@ class FlowBindingPropertyTest {
   static final long SEED = Long.getLong("binding.seed", System.nanoTime());
   static final int RUNS = 400;
 
-  DirectService service;
-  MemoryContextUsageStore store;
-  DirectEnvoy envoy;
-
-  @BeforeEach
-  void start() {
-    service = new DirectService();
-    store = service.store;
-    envoy = service.envoy;
-  }
+  /** A new service per test method (JUnit makes a new instance for each). */
+  final DirectService service = new DirectService();
+  final MemoryContextUsageStore store = service.store;
+  final DirectEnvoy envoy = service.envoy;
 
   @AfterEach
   void stop() {
