@@ -1,20 +1,45 @@
 package io.disaggusage.e2e;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.util.concurrent.atomic.AtomicInteger;
 
-/** Loopback ports nobody listens on, for processes that must be told their port before they start. */
+/**
+ * Ports nobody listens on, for processes that must be told their port before they start.
+ *
+ * <p>They come from below Linux's ephemeral range (32768–60999 by default): a port the kernel handed
+ * out as "free" from that range can become the source port of some outgoing connection before the
+ * process told to listen on it binds it (an Envoy once failed with {@code cannot bind
+ * '127.0.0.2:33399': Address already in use}). Each JVM walks the range from its own starting point, and
+ * a port counts as free only when it can be bound on every address, so one listening on any loopback
+ * address (pod-local Envoys use 127.0.0.2) is skipped.
+ */
 final class FreePorts {
+  private static final int LOW = 20_000;
+  private static final int HIGH = 32_000;
+  private static final AtomicInteger NEXT =
+      new AtomicInteger((int) Math.floorMod(ProcessHandle.current().pid() * 7_919L, (long) (HIGH - LOW)));
+
   private FreePorts() {}
 
   static int next() {
-    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      socket.setReuseAddress(true);
-      return socket.getLocalPort();
+    for (int tries = 0; tries < HIGH - LOW; tries++) {
+      int port = LOW + Math.floorMod(NEXT.getAndIncrement(), HIGH - LOW);
+      if (free(port)) {
+        return port;
+      }
+    }
+    throw new IllegalStateException("no free port in " + LOW + "-" + HIGH);
+  }
+
+  private static boolean free(int port) {
+    try (ServerSocket socket = new ServerSocket()) {
+      socket.setReuseAddress(true); // a port whose last connection is in TIME_WAIT is fine for a listener
+      socket.bind(new InetSocketAddress(port), 1);
+      return true;
     } catch (IOException e) {
-      throw new UncheckedIOException(e);
+      return false;
     }
   }
 }
