@@ -673,17 +673,7 @@ final class CanonicalHasher {
   }
 
   private static int compare(byte[] buf, int[] starts, int a, int b) {
-    int i = starts[a];
-    int j = starts[b];
-    int aEnd = starts[a + 1];
-    int bEnd = starts[b + 1];
-    // Names usually differ in their first bytes (the tag, the length, the first characters).
-    for (int k = Math.min(8, Math.min(aEnd - i, bEnd - j)); k > 0; k--, i++, j++) {
-      if (buf[i] != buf[j]) {
-        return (buf[i] & 0xff) - (buf[j] & 0xff);
-      }
-    }
-    return Arrays.compareUnsigned(buf, i, aEnd, buf, j, bEnd);
+    return Arrays.compareUnsigned(buf, starts[a], starts[a + 1], buf, starts[b], starts[b + 1]);
   }
 
   /** Writes {@code value} as an unsigned LEB128 varint at {@code out[n]}; returns the new length. */

@@ -11,18 +11,25 @@ public record CorrelationKey(Source source, String value) {
   /** Where a key was read from; the prefix keeps sources apart in a shared store. */
   public enum Source {
     /** Request header {@code x-disagg-request-id}. */
-    HEADER("hdr"),
+    HEADER("hdr", "x-disagg-request-id"),
     /** TensorRT-LLM {@code disagg_request_id} / {@code ctx_request_id} (exact int64, decimal). */
-    TRTLLM("trt"),
+    TRTLLM("trt", "TensorRT-LLM request id"),
     /** SGLang {@code bootstrap_host} + {@code bootstrap_room}. */
-    SGLANG("sgl"),
+    SGLANG("sgl", "SGLang bootstrap room"),
     /** Request header {@code x-request-id} (vLLM proxies, llm-d sidecars). */
-    REQUEST_ID("xrid");
+    REQUEST_ID("xrid", "x-request-id");
 
     private final String prefix;
+    private final String description;
 
-    Source(String prefix) {
+    Source(String prefix, String description) {
       this.prefix = prefix;
+      this.description = description;
+    }
+
+    /** How operators know the source in a log line: the header or body field it is read from. */
+    public String description() {
+      return description;
     }
 
     public String prefix() {

@@ -84,8 +84,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
   private String model;
   /**
    * What this leg shares with the other leg of its flow; the store binds the context usage to it. Null
-   * when the body was not read (explicit {@code x-disagg-*} headers settled phase and key): such a leg
-   * matches only another unbound leg.
+   * when the body was not read whole (with {@code classification.trust_id_header}, explicit {@code
+   * x-disagg-*} headers settled phase and key) or holds no prompt: such a leg matches only another
+   * unbound leg.
    */
   private PromptFingerprint fingerprint;
   /** streaming.inject_include_usage for this exchange, or null. */

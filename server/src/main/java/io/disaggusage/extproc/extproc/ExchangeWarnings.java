@@ -53,17 +53,7 @@ final class ExchangeWarnings {
     fingerprintMismatch.warn(
         "context usage under this {} key belongs to another prompt (a shared or forged key): generation"
             + " exchange passed through",
-        sourceName(source));
-  }
-
-  /** How operators know a key source: the header or body field it is read from. */
-  static String sourceName(CorrelationKey.Source source) {
-    return switch (source) {
-      case HEADER -> "x-disagg-request-id";
-      case REQUEST_ID -> "x-request-id";
-      case TRTLLM -> "TensorRT-LLM request id";
-      case SGLANG -> "SGLang bootstrap room";
-    };
+        source.description());
   }
 
   private static String className(Throwable error) {
