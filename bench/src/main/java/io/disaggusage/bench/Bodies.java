@@ -1,6 +1,6 @@
 package io.disaggusage.bench;
 
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,11 +1,12 @@
 package io.disaggusage.bench;
 
 import com.fasterxml.jackson.core.JsonFactory;
-import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.rewrite.BodyLimits;
+import io.disaggusage.extproc.stream.CoreSettings;
 import io.disaggusage.extproc.config.ConfigException;
 import io.disaggusage.extproc.config.ConfigLoader;
-import io.disaggusage.extproc.exchange.ProcessorFactory;
-import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.rewrite.ProcessorFactory;
+import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageNames;
@@ -27,9 +28,9 @@ public final class Fixtures {
   private Fixtures() {}
 
   /** The default limits with {@code limits.max_body_bytes} at {@link #MAX_BODY_BYTES}. */
-  public static Config.Limits limits() {
+  public static BodyLimits limits() {
     try {
-      return ConfigLoader.fromYaml("limits:\n  max_body_bytes: " + MAX_BODY_BYTES + "\n").limits();
+      return CoreSettings.bodyLimits(ConfigLoader.fromYaml("limits:\n  max_body_bytes: " + MAX_BODY_BYTES + "\n"));
     } catch (ConfigException e) {
       throw new IllegalStateException(e);
     }

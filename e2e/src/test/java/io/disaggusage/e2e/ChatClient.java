@@ -1,7 +1,7 @@
 package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 
 /**
  * A real client sending one chat completion (one user message, {@code max_tokens} 16) to an orchestrator,

@@ -3,7 +3,7 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.e2e.TrueUsage.Usage;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;

@@ -2,7 +2,7 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.simulation.workers.EngineWorker;
+import io.disaggusage.extproc.emulator.workers.EngineWorker;
 import java.net.http.HttpResponse;
 import java.util.List;
 

@@ -2,16 +2,16 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.ScenarioVectors;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
-import io.disaggusage.extproc.scenario.ShippedEnvoyConfig;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.DisaggFlows;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
-import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
+import io.disaggusage.extproc.testkit.ScenarioVectors;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
+import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
+import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
+import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

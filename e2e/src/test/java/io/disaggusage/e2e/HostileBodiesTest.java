@@ -3,7 +3,7 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.e2e.Orchestrator.Answer;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

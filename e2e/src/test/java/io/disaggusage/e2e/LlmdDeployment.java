@@ -2,12 +2,12 @@ package io.disaggusage.e2e;
 
 import io.disaggusage.e2e.PodLocalBootstrap.Pod;
 import io.disaggusage.e2e.PodLocalBootstrap.Role;
-import io.disaggusage.extproc.scenario.Wire;
-import io.disaggusage.extproc.simulation.engines.UsageVariant;
-import io.disaggusage.extproc.simulation.workers.EngineKind;
-import io.disaggusage.extproc.simulation.workers.EngineWorker;
-import io.disaggusage.extproc.simulation.workers.WorkerRole;
-import io.disaggusage.extproc.simulation.workers.WorkerSpec;
+import io.disaggusage.extproc.testkit.Wire;
+import io.disaggusage.extproc.emulator.engines.UsageVariant;
+import io.disaggusage.extproc.emulator.workers.EngineKind;
+import io.disaggusage.extproc.emulator.workers.EngineWorker;
+import io.disaggusage.extproc.emulator.workers.WorkerRole;
+import io.disaggusage.extproc.emulator.workers.WorkerSpec;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;

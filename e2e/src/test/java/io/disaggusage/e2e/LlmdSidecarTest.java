@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.disaggusage.e2e.LlmdDeployment.PrefillPod;
 import io.disaggusage.e2e.RouterWire.Legs;
 import io.disaggusage.e2e.TrueUsage.Usage;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.RouterWire.Legs;
-import io.disaggusage.extproc.simulation.workers.EngineWorker;
+import io.disaggusage.extproc.emulator.workers.EngineWorker;
 import java.util.Iterator;
 import java.util.List;
 

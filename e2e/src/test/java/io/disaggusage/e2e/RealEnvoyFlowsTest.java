@@ -2,10 +2,10 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.ScenarioVectors;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Order;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
+import io.disaggusage.extproc.testkit.ScenarioVectors;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

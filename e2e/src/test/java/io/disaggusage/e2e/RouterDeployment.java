@@ -3,9 +3,9 @@ package io.disaggusage.e2e;
 import io.disaggusage.e2e.PodLocalBootstrap.Pod;
 import io.disaggusage.e2e.PodLocalBootstrap.Role;
 import io.disaggusage.e2e.ShippedBootstrap.Topology;
-import io.disaggusage.extproc.runtime.StartupException;
-import io.disaggusage.extproc.simulation.workers.EngineWorker;
-import io.disaggusage.extproc.simulation.workers.WorkerSpec;
+import io.disaggusage.extproc.emulator.workers.WorkerStartException;
+import io.disaggusage.extproc.emulator.workers.EngineWorker;
+import io.disaggusage.extproc.emulator.workers.WorkerSpec;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -156,7 +156,7 @@ final class RouterDeployment implements AutoCloseable {
   static EngineWorker worker(WorkerSpec spec) {
     try {
       return EngineWorker.start(spec);
-    } catch (StartupException e) {
+    } catch (WorkerStartException e) {
       throw new IllegalStateException(e);
     }
   }

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.disaggusage.e2e.TrueUsage.Usage;
-import io.disaggusage.extproc.scenario.Wire;
-import io.disaggusage.extproc.simulation.workers.RecordedRequest;
+import io.disaggusage.extproc.testkit.Wire;
+import io.disaggusage.extproc.emulator.workers.RecordedRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

@@ -13,7 +13,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The service as a user runs it: {@code java -jar server/target/disagg-usage-extproc.jar} with the
+ * The service as a user runs it: {@code java -jar tools/target/disagg-usage-extproc.jar} with the
  * classification settings the shipped Envoy bootstrap's header asks for, on its own ports. It can be
  * killed, frozen, thawed and started again on the same ports.
  */
@@ -32,7 +32,7 @@ final class ServiceProcess extends ChildProcess {
   static final List<String> SHIPPED_ENVOY_SETTINGS =
       List.of("--set", "classification.context_clusters=context", "--set", "classification.generation_clusters=generation");
 
-  private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+)=(.*)");
+  private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+|JAVA_TOOL_OPTIONS)=(.*)");
 
   private final String name;
   private final int grpcPort;
@@ -51,8 +51,8 @@ final class ServiceProcess extends ChildProcess {
 
   /**
    * A service on fresh ports with the shipped settings plus {@code extra}; not started yet. An
-   * {@code extra} of the form {@code DISAGG_USAGE_...=value} is set as an environment variable, as a
-   * container would set it; the others are command-line arguments.
+   * {@code extra} of the form {@code DISAGG_USAGE_...=value} or {@code JAVA_TOOL_OPTIONS=...} is set as
+   * an environment variable, as a container would set it; the others are command-line arguments.
    */
   static ServiceProcess create(String name, String... extra) {
     try {

@@ -107,7 +107,7 @@ public final class Tools {
 
   /** The service as shipped: the jar {@code mvn package} builds. */
   public static Path serviceJar() {
-    Path jar = root().resolve("server/target/disagg-usage-extproc.jar");
+    Path jar = root().resolve("tools/target/disagg-usage-extproc.jar");
     if (!Files.isRegularFile(jar)) {
       throw new AssertionError(jar + " is missing: build it with mvn -B -DskipTests package (mvn verify builds it first)");
     }

@@ -2,7 +2,7 @@ package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
+import io.disaggusage.extproc.testkit.MsgpackBodies;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Map;

@@ -5,14 +5,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.ShippedBootstrap.Topology;
 import io.disaggusage.e2e.TrtLlmRelease.ScheduleStyle;
-import io.disaggusage.extproc.runtime.StartupException;
-import io.disaggusage.extproc.scenario.Wire;
-import io.disaggusage.extproc.simulation.engines.UsageVariant;
-import io.disaggusage.extproc.simulation.workers.EngineKind;
-import io.disaggusage.extproc.simulation.workers.EngineWorker;
-import io.disaggusage.extproc.simulation.workers.RecordedRequest;
-import io.disaggusage.extproc.simulation.workers.WorkerRole;
-import io.disaggusage.extproc.simulation.workers.WorkerSpec;
+import io.disaggusage.extproc.emulator.workers.WorkerStartException;
+import io.disaggusage.extproc.testkit.Wire;
+import io.disaggusage.extproc.emulator.engines.UsageVariant;
+import io.disaggusage.extproc.emulator.workers.EngineKind;
+import io.disaggusage.extproc.emulator.workers.EngineWorker;
+import io.disaggusage.extproc.emulator.workers.RecordedRequest;
+import io.disaggusage.extproc.emulator.workers.WorkerRole;
+import io.disaggusage.extproc.emulator.workers.WorkerSpec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.http.HttpClient;
@@ -66,7 +66,7 @@ final class TrtLlmStack implements AutoCloseable {
       envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology);
       envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
       return new TrtLlmStack(context, generation, service, envoy);
-    } catch (StartupException e) {
+    } catch (WorkerStartException e) {
       new TrtLlmStack(context, generation, service, envoy).close();
       throw new IllegalStateException(e);
     } catch (RuntimeException | AssertionError e) {

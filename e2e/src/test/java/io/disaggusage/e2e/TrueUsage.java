@@ -1,8 +1,8 @@
 package io.disaggusage.e2e;
 
-import io.disaggusage.extproc.simulation.engines.OpenAiWire;
-import io.disaggusage.extproc.simulation.engines.PrefixCache;
-import io.disaggusage.extproc.simulation.engines.WordTokenizer;
+import io.disaggusage.extproc.emulator.engines.OpenAiWire;
+import io.disaggusage.extproc.emulator.engines.PrefixCache;
+import io.disaggusage.extproc.emulator.engines.WordTokenizer;
 import java.util.List;
 
 /**

@@ -1,9 +1,9 @@
 package io.disaggusage.e2e;
 
 import io.disaggusage.e2e.Orchestrator.Answer;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Order;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;

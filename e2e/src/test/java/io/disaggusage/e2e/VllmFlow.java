@@ -1,7 +1,7 @@
 package io.disaggusage.e2e;
 
 import io.disaggusage.e2e.Orchestrator.Answer;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.e2e.RouterWire.Legs;
 import io.disaggusage.e2e.TrueUsage.Usage;
-import io.disaggusage.extproc.scenario.Wire;
-import io.disaggusage.extproc.simulation.engines.UsageVariant;
-import io.disaggusage.extproc.simulation.workers.EngineKind;
-import io.disaggusage.extproc.simulation.workers.WorkerRole;
-import io.disaggusage.extproc.simulation.workers.WorkerSpec;
+import io.disaggusage.extproc.testkit.Wire;
+import io.disaggusage.extproc.emulator.engines.UsageVariant;
+import io.disaggusage.extproc.emulator.workers.EngineKind;
+import io.disaggusage.extproc.emulator.workers.WorkerRole;
+import io.disaggusage.extproc.emulator.workers.WorkerSpec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

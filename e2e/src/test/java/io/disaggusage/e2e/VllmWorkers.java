@@ -2,7 +2,7 @@ package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.testkit.Wire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

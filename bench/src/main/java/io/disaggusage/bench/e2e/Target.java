@@ -1,9 +1,9 @@
 package io.disaggusage.bench.e2e;
 
 import com.google.protobuf.util.Durations;
-import io.disaggusage.extproc.scenario.ShippedEnvoyConfig;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
-import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
+import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
+import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
+import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import io.grpc.BindableService;
 import io.grpc.ClientInterceptors;

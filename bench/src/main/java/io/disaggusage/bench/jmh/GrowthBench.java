@@ -2,8 +2,8 @@ package io.disaggusage.bench.jmh;
 
 import io.disaggusage.bench.Bodies;
 import io.disaggusage.bench.Fixtures;
-import io.disaggusage.extproc.exchange.ProcessorFactory;
-import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.rewrite.ProcessorFactory;
+import io.disaggusage.extproc.testkit.Wire;
 import java.util.ArrayList;
 import java.util.List;
 import org.openjdk.jmh.annotations.Benchmark;

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.bench.Bodies;
 import io.disaggusage.bench.Fixtures;
-import io.disaggusage.extproc.exchange.ProcessorFactory;
+import io.disaggusage.extproc.rewrite.ProcessorFactory;
 import java.io.IOException;
 import java.util.List;
 import org.openjdk.jmh.annotations.Benchmark;

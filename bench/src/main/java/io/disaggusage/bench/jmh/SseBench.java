@@ -2,7 +2,7 @@ package io.disaggusage.bench.jmh;
 
 import io.disaggusage.bench.Bodies;
 import io.disaggusage.bench.Fixtures;
-import io.disaggusage.extproc.exchange.ProcessorFactory;
+import io.disaggusage.extproc.rewrite.ProcessorFactory;
 import java.util.List;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;

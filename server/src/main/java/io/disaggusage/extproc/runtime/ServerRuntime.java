@@ -3,7 +3,7 @@ package io.disaggusage.extproc.runtime;
 import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
-import io.disaggusage.extproc.extproc.ExtProcService;
+import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;

@@ -3,7 +3,7 @@ package io.disaggusage.extproc.warmup;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
-import io.disaggusage.extproc.simulation.envoy.FilterConfigs;
+import io.disaggusage.extproc.driver.FilterConfigs;
 import io.disaggusage.extproc.warmup.WarmupFlows.Leg;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;

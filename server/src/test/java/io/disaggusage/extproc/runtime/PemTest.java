@@ -1,10 +1,11 @@
 package io.disaggusage.extproc.runtime;
 
+import io.disaggusage.extproc.testkit.TestPki;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.disaggusage.extproc.runtime.TestPki.Issued;
-import io.disaggusage.extproc.runtime.TestPki.KeyFormat;
+import io.disaggusage.extproc.testkit.TestPki.Issued;
+import io.disaggusage.extproc.testkit.TestPki.KeyFormat;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

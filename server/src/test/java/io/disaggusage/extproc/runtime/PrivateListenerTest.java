@@ -1,10 +1,11 @@
 package io.disaggusage.extproc.runtime;
 
+import io.disaggusage.extproc.testkit.TestPki;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.runtime.TestPki.Issued;
-import io.disaggusage.extproc.runtime.TestPki.KeyFormat;
+import io.disaggusage.extproc.testkit.TestPki.Issued;
+import io.disaggusage.extproc.testkit.TestPki.KeyFormat;
 import io.disaggusage.extproc.warmup.Warmup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import java.nio.file.Path;

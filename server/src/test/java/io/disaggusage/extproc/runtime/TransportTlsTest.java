@@ -1,12 +1,13 @@
 package io.disaggusage.extproc.runtime;
 
+import io.disaggusage.extproc.testkit.TestPki;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
-import io.disaggusage.extproc.runtime.TestPki.Issued;
-import io.disaggusage.extproc.runtime.TestPki.KeyFormat;
+import io.disaggusage.extproc.testkit.TestPki.Issued;
+import io.disaggusage.extproc.testkit.TestPki.KeyFormat;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.ChannelCredentials;

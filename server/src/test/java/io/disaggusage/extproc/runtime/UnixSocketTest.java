@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.runtime;
 
+import io.disaggusage.extproc.testkit.TestPki;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -7,8 +8,8 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
-import io.disaggusage.extproc.runtime.TestPki.Issued;
-import io.disaggusage.extproc.runtime.TestPki.KeyFormat;
+import io.disaggusage.extproc.testkit.TestPki.Issued;
+import io.disaggusage.extproc.testkit.TestPki.KeyFormat;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.HeaderSendMode;

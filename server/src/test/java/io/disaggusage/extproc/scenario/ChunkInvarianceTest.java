@@ -1,11 +1,12 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.ScenarioVectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import io.disaggusage.extproc.scenario.VectorRunner.Splits;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.driver.Chunking;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;

@@ -1,22 +1,24 @@
 package io.disaggusage.extproc.scenario;
 
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.PATH;
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
+import static io.disaggusage.extproc.testkit.EngineRequests.PATH;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.genExchange;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.vllmDecode;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.vllmPrefill;
+import static io.disaggusage.extproc.testkit.EngineRequests.vllmDecode;
+import static io.disaggusage.extproc.testkit.EngineRequests.vllmPrefill;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.extproc.ExtProcService;
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeHandle;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.stream.ExtProcService;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeHandle;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.disaggusage.extproc.store.FaultyStore;
 import io.disaggusage.extproc.store.RedisContextUsageStore;
 import io.disaggusage.extproc.store.RedisServer;

@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.scenario;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.extproc.ExtProcService;
+import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import java.time.Duration;

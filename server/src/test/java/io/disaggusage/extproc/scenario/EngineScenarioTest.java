@@ -1,14 +1,22 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
+import static io.disaggusage.extproc.testkit.EngineRequests.PATH;
+import static io.disaggusage.extproc.testkit.EngineRequests.TRT_ID;
+import static io.disaggusage.extproc.testkit.EngineRequests.TRT_RETRY_ID;
+import static io.disaggusage.extproc.testkit.EngineRequests.trtRequest;
+import static io.disaggusage.extproc.testkit.EngineRequests.vllmDecode;
+import static io.disaggusage.extproc.testkit.EngineRequests.vllmPrefill;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -21,9 +29,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * must read the corrected usage from them.
  */
 class EngineScenarioTest extends ScenarioFixture {
-  static final String TRT_ID = "2748779069441234567"; // a snowflake id far above 2^53
-  static final String TRT_RETRY_ID = "2748779069441234999";
-  static final String PATH = "/v1/chat/completions";
 
   static Stream<Arguments> chunkings() {
     return Stream.of(
@@ -33,11 +38,6 @@ class EngineScenarioTest extends ScenarioFixture {
         Arguments.of("fixed-64", Chunking.fixed(64)),
         Arguments.of("random-1+empty", Chunking.random(1, 40).withEmptyFinalChunk()),
         Arguments.of("random-2+empty", Chunking.random(2, 90).withEmptyFinalChunk()));
-  }
-
-  static String trtRequest(String type, String extra) {
-    return "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"capital of France?\"}],"
-        + "\"max_tokens\":32,\"disaggregated_params\":{\"request_type\":\"" + type + "\"" + extra + "}}";
   }
 
   static Exchange.Builder ctxExchange(String requestBody, String responseBody) {
@@ -262,19 +262,6 @@ class EngineScenarioTest extends ScenarioFixture {
 
   // ------------------------------------------------------------------------------------------
   // vLLM family and llm-d
-
-  static String vllmPrefill() {
-    return "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":1,\"stream\":false,"
-        + "\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,\"remote_engine_id\":null,"
-        + "\"remote_block_ids\":null,\"remote_host\":null,\"remote_port\":null}}";
-  }
-
-  static String vllmDecode(boolean stream) {
-    return "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":" + stream
-        + (stream ? ",\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":true}" : "")
-        + ",\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[1,2],"
-        + "\"remote_engine_id\":\"e\",\"remote_host\":\"10.0.0.2\",\"remote_port\":5600}}";
-  }
 
   /** G9a: vLLM toy proxy, X-Request-Id on both legs, non-streaming. */
   @ParameterizedTest(name = "{0}")

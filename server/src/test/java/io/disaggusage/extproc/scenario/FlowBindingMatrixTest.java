@@ -1,20 +1,22 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
-import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.disaggusage.extproc.store.RedisServer;
 import io.disaggusage.extproc.store.RedisStores;
-import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
+import io.disaggusage.extproc.testkit.MsgpackBodies;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -1,11 +1,13 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.Flow;
 import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.KeySource;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
+import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

@@ -2,11 +2,11 @@ package io.disaggusage.extproc.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.simulation.envoy.DisaggFlows;
-import io.disaggusage.extproc.simulation.envoy.EnvoyStats;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
-import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
+import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
+import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
+import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 
 /**
  * The orchestrator's two calls through the fake Envoy, in the orders engines use (behaviour.md §4): the

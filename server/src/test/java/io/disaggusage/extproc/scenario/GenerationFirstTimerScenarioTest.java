@@ -1,18 +1,20 @@
 package io.disaggusage.extproc.scenario;
 
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.PATH;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.TRT_ID;
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
+import static io.disaggusage.extproc.testkit.EngineRequests.PATH;
+import static io.disaggusage.extproc.testkit.EngineRequests.TRT_ID;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.ctxExchange;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.trtRequest;
+import static io.disaggusage.extproc.testkit.EngineRequests.trtRequest;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.DisaggFlows;
-import io.disaggusage.extproc.simulation.envoy.EnvoyStats;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
+import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

@@ -1,16 +1,18 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.inject.InjectionOutcome;
 import io.disaggusage.extproc.inject.UsageRemoval;
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeHandle;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeHandle;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import java.time.Duration;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;

@@ -1,15 +1,18 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.AnthropicClientView;
+import io.disaggusage.extproc.testkit.Wire;
+import io.disaggusage.extproc.testkit.EngineRequests;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.assertRewritten;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.scenario.AnthropicClientView.MessagesUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.testkit.AnthropicClientView.MessagesUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -20,15 +23,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * client sees the prefill worker's split, and the official Anthropic SDK reads the result.
  */
 class MessagesScenarioTest extends ScenarioFixture {
-  static final String PATH = "/v1/messages";
+  static final String PATH = EngineRequests.MESSAGES_PATH;
 
   static String request(boolean prefill, boolean stream) {
-    return "{\"model\":\"" + Wire.MODEL + "\",\"max_tokens\":" + (prefill ? 1 : 64)
-        + ",\"messages\":[{\"role\":\"user\",\"content\":\"capital of France?\"}],\"stream\":" + stream
-        + ",\"kv_transfer_params\":" + (prefill
-            ? "{\"do_remote_decode\":true,\"do_remote_prefill\":false}"
-            : "{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[1,2],"
-                + "\"remote_engine_id\":\"e1\",\"remote_host\":\"10.0.0.1\",\"remote_port\":5600}") + "}";
+    return EngineRequests.messagesRequest(prefill, stream);
   }
 
   /** The prefill leg on {@code path}, answering {@code body} as JSON or SSE. */

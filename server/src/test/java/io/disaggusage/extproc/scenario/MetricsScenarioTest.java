@@ -1,11 +1,12 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.Wire;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.metrics.ModelLabels;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
 import io.prometheus.metrics.expositionformats.ExpositionFormats;
 import java.io.ByteArrayOutputStream;
 import org.junit.jupiter.api.Test;

@@ -1,17 +1,19 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
-import io.disaggusage.extproc.simulation.envoy.EnvoyStats;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeHandle;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
+import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeHandle;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import java.time.Duration;
 import java.util.List;

@@ -1,16 +1,17 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.runtime.ServerRuntime;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
-import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
+import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import java.net.URI;

@@ -1,12 +1,14 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
+import io.disaggusage.extproc.testkit.EngineRequests;
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.extproc.ExtProcService;
+import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
-import io.disaggusage.extproc.simulation.envoy.EnvoyProfile;
-import io.disaggusage.extproc.simulation.envoy.FakeEnvoy;
+import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
+import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 import io.disaggusage.extproc.warmup.Warmup;
 import io.disaggusage.extproc.warmup.WarmupStack;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
@@ -32,8 +34,8 @@ public final class ServiceUnderTest implements AutoCloseable {
   /** The per-message timeout the fake Envoy uses; see {@link #shippedFilterConfig}. */
   static final long TEST_MESSAGE_TIMEOUT_MILLIS = 1000;
 
-  public static final String CONTEXT_CLUSTER = "context-pool";
-  public static final String GENERATION_CLUSTER = "generation-pool";
+  public static final String CONTEXT_CLUSTER = EngineRequests.CONTEXT_CLUSTER;
+  public static final String GENERATION_CLUSTER = EngineRequests.GENERATION_CLUSTER;
 
   /** Builds the gRPC service under test from the fixture's parts. */
   @FunctionalInterface

@@ -1,14 +1,16 @@
 package io.disaggusage.extproc.scenario;
 
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.PATH;
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
+import static io.disaggusage.extproc.testkit.EngineRequests.PATH;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.genExchange;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

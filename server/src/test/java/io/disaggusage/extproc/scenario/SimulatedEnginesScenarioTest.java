@@ -1,21 +1,23 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.engines.ClientRequest;
-import io.disaggusage.extproc.simulation.engines.DisaggEngine;
-import io.disaggusage.extproc.simulation.engines.PrefixCache;
-import io.disaggusage.extproc.simulation.engines.ScheduleOrder;
-import io.disaggusage.extproc.simulation.engines.TrtLlmEngine;
-import io.disaggusage.extproc.simulation.engines.VllmEngine;
-import io.disaggusage.extproc.simulation.engines.WordTokenizer.Message;
-import io.disaggusage.extproc.simulation.engines.WorkerCall;
-import io.disaggusage.extproc.simulation.engines.WorkerReply;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.emulator.engines.ClientRequest;
+import io.disaggusage.extproc.emulator.engines.DisaggEngine;
+import io.disaggusage.extproc.emulator.engines.PrefixCache;
+import io.disaggusage.extproc.emulator.engines.ScheduleOrder;
+import io.disaggusage.extproc.emulator.engines.TrtLlmEngine;
+import io.disaggusage.extproc.emulator.engines.VllmEngine;
+import io.disaggusage.extproc.emulator.engines.WordTokenizer.Message;
+import io.disaggusage.extproc.emulator.engines.WorkerCall;
+import io.disaggusage.extproc.emulator.engines.WorkerReply;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.Wire;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 

@@ -1,19 +1,23 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.ScenarioVectors;
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.EngineRequests;
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.Phase;
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Order;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.Exchange;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
-import io.disaggusage.extproc.testing.msgpack.MsgpackBodies;
-import io.disaggusage.extproc.testing.msgpack.MsgpackBodies.Style;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
+import io.disaggusage.extproc.testkit.MsgpackBodies;
+import io.disaggusage.extproc.testkit.MsgpackBodies.Style;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
@@ -152,14 +156,14 @@ class TrtMsgpackScenarioTest {
             + "\", \"X-TRTLLM-Step-Metrics\": \"" + TRT_METRICS_HEADERS.get("x-trtllm-step-metrics") + "\", \"usage\": null}\n\n";
     String stream = Wire.chatStream(Wire.usage(128, 2, 128L), "Par", "is") + perfEvent;
     byte[] ctxRequest = MsgpackBodies.fromJson(
-        EngineScenarioTest.trtRequest("context_only", ",\"disagg_request_id\":" + EngineScenarioTest.TRT_ID), Style.COMPACT);
+        EngineRequests.trtRequest("context_only", ",\"disagg_request_id\":" + EngineRequests.TRT_ID), Style.COMPACT);
     byte[] genRequest = MsgpackBodies.fromJson(
-        EngineScenarioTest.trtRequest("generation_only", ",\"ctx_request_id\":" + EngineScenarioTest.TRT_ID),
+        EngineRequests.trtRequest("generation_only", ",\"ctx_request_id\":" + EngineRequests.TRT_ID),
         Style.COMPACT);
     Exchange.Builder ctx =
         msgpackPost(ctxRequest)
             .responseHeader("content-type", "application/json")
-            .responseBody(Wire.trtContextResponse(EngineScenarioTest.TRT_ID, EngineScenarioTest.TRT_ID, ctxUsage))
+            .responseBody(Wire.trtContextResponse(EngineRequests.TRT_ID, EngineRequests.TRT_ID, ctxUsage))
             .responseContentLength();
     Exchange.Builder gen =
         msgpackPost(genRequest)
@@ -183,7 +187,7 @@ class TrtMsgpackScenarioTest {
   static Exchange.Builder msgpackPost(byte[] body) {
     return Exchange.builder()
         .method("POST")
-        .path(EngineScenarioTest.PATH)
+        .path(EngineRequests.PATH)
         .requestHeader("content-type", "application/json")
         .requestHeader("X-TRTLLM-Msgpack", "1")
         .requestHeader("X-TRTLLM-return-metrics", "1")
@@ -209,7 +213,7 @@ class TrtMsgpackScenarioTest {
    */
   @Test
   void malformedMessagePackPassesThroughLikeMalformedJson() {
-    String json = EngineScenarioTest.trtRequest("generation_only", ",\"ctx_request_id\":" + EngineScenarioTest.TRT_ID);
+    String json = EngineRequests.trtRequest("generation_only", ",\"ctx_request_id\":" + EngineRequests.TRT_ID);
     byte[] msgpack = MsgpackBodies.fromJson(json, Style.COMPACT);
     byte[][][] pairs = {
       {utf8(json), utf8("[" + json + "]")}, // JSON behind the MessagePack header: not a map at all
@@ -247,7 +251,7 @@ class TrtMsgpackScenarioTest {
   static Exchange.Builder jsonPost(byte[] body) {
     return Exchange.builder()
         .method("POST")
-        .path(EngineScenarioTest.PATH)
+        .path(EngineRequests.PATH)
         .requestHeader("content-type", "application/json")
         .requestBody(body)
         .requestContentLength()

@@ -1,9 +1,9 @@
 package io.disaggusage.extproc.scenario;
 
-import io.disaggusage.extproc.scenario.ScenarioVectors.Leg;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Order;
-import io.disaggusage.extproc.scenario.ScenarioVectors.Vector;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
+import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
+import io.disaggusage.extproc.driver.Chunking;
 import java.util.List;
 
 /** Runs one {@link Vector} through {@link DirectEnvoy} with chosen chunkings of every body. */

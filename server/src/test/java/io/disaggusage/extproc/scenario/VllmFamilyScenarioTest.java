@@ -1,15 +1,18 @@
 package io.disaggusage.extproc.scenario;
 
+import io.disaggusage.extproc.testkit.EngineRequests;
+import io.disaggusage.extproc.testkit.OpenAiClientView;
+import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.ctxExchange;
 import static io.disaggusage.extproc.scenario.EngineScenarioTest.genExchange;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.trtRequest;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.vllmPrefill;
+import static io.disaggusage.extproc.testkit.EngineRequests.trtRequest;
+import static io.disaggusage.extproc.testkit.EngineRequests.vllmPrefill;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.simulation.envoy.Chunking;
-import io.disaggusage.extproc.simulation.envoy.ExchangeResult;
+import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
+import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -92,13 +95,13 @@ class VllmFamilyScenarioTest extends ScenarioFixture {
         Flows.contextFirst(
             service.envoy,
             ctxExchange(vllmPrefill(), Wire.chatCompletion("p1", Wire.usage(500, 1, 0L))).requestHeader("x-request-id", "uuid-a"),
-            genExchange(EngineScenarioTest.vllmDecode(true), "text/event-stream", first, chunking)
+            genExchange(EngineRequests.vllmDecode(true), "text/event-stream", first, chunking)
                 .requestHeader("x-request-id", "uuid-a"));
     ExchangeResult[] pair2 =
         Flows.contextFirst(
             service.envoy,
             ctxExchange(vllmPrefill(), Wire.chatCompletion("p2", Wire.usage(540, 1, 496L))).requestHeader("x-request-id", "uuid-b"),
-            genExchange(EngineScenarioTest.vllmDecode(true), "text/event-stream", second, chunking)
+            genExchange(EngineRequests.vllmDecode(true), "text/event-stream", second, chunking)
                 .requestHeader("x-request-id", "uuid-b"));
     assertThat(pair1[1].clientResponse().bodyUtf8()).isEqualTo(first.replace("{\"cached_tokens\":500}", "{\"cached_tokens\":0}"));
     assertThat(pair2[1].clientResponse().bodyUtf8()).isEqualTo(second.replace("{\"cached_tokens\":540}", "{\"cached_tokens\":496}"));
@@ -119,7 +122,7 @@ class VllmFamilyScenarioTest extends ScenarioFixture {
         Flows.contextFirst(
             service.envoy,
             ctxExchange(vllmPrefill(), Wire.chatCompletion("d", Wire.usage(100, 1, 64L))).requestHeader("x-request-id", "details"),
-            genExchange(EngineScenarioTest.vllmDecode(true), "text/event-stream", stream, chunking)
+            genExchange(EngineRequests.vllmDecode(true), "text/event-stream", stream, chunking)
                 .requestHeader("x-request-id", "details"));
     assertThat(r[1].clientResponse().bodyUtf8())
         .isEqualTo(stream

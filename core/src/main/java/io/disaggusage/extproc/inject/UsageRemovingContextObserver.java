@@ -1,0 +1,27 @@
+package io.disaggusage.extproc.inject;
+
+import io.disaggusage.extproc.rewrite.ContextObservation;
+import io.disaggusage.extproc.rewrite.ContextObserver;
+import java.util.function.Consumer;
+
+/**
+ * A context-leg observer whose forwarded stream loses the usage event the service's request edit
+ * caused (SGLang context legs stream when the client did): the observer still reads the usage, and
+ * the orchestrator receives the stream it would have received.
+ */
+public final class UsageRemovingContextObserver extends UsageRemovingProcessor implements ContextObserver {
+
+  public UsageRemovingContextObserver(ContextObserver inner, UsageEventRemover remover, Consumer<UsageRemoval> result) {
+    super(inner, remover, result);
+  }
+
+  @Override
+  public ContextObservation observation() {
+    return ((ContextObserver) inner()).observation();
+  }
+
+  @Override
+  public boolean contentEnded() {
+    return ((ContextObserver) inner()).contentEnded();
+  }
+}

@@ -1,0 +1,44 @@
+package io.disaggusage.extproc.rewrite;
+
+/** How an exchange ended, as reported in metrics and dynamic metadata (behaviour.md §7). */
+public enum Outcome {
+  /** The §2 rule was applied (even if nothing changed). */
+  REWRITTEN("rewritten"),
+  /** A context response whose usage was stored for its generation exchange. */
+  STORED("stored"),
+  /** Generation exchange without known context usage: passed through. */
+  PASSTHROUGH_NO_CONTEXT("passthrough_no_context"),
+  /** Concurrent / generation-first flow whose context usage did not arrive before the deadline. */
+  CONTEXT_TIMEOUT("context_timeout"),
+  /**
+   * Generation exchange whose keys held context usage of other flows only (a different prompt
+   * fingerprint: a shared {@code X-Request-Id}, a forged context leg): passed through.
+   */
+  FINGERPRINT_MISMATCH("fingerprint_mismatch"),
+  /** Body, event or usage object above its configured cap: passed through. */
+  OVERSIZE("oversize"),
+  /** Body or usage that does not parse, or counts that are not non-negative integers: passed through. */
+  PARSE_ERROR("parse_error"),
+  /** The response carried no usage object (the client did not ask for usage): nothing to rewrite. */
+  NO_USAGE("no_usage"),
+  /** Not part of a disaggregated flow, non-2xx, or compressed: passed through. */
+  NOT_DISAGGREGATED("not_disaggregated"),
+  /** Internal error: the exchange was let through unmodified. */
+  ERROR("error"),
+  /**
+   * The ext_proc stream ended (a downstream reset, an upstream failure) before the exchange's usage
+   * was released to the client or stored: there were no figures to count. An exchange reset after its
+   * usage went out counts with that usage's outcome instead.
+   */
+  RESET("reset");
+
+  private final String label;
+
+  Outcome(String label) {
+    this.label = label;
+  }
+
+  public String label() {
+    return label;
+  }
+}

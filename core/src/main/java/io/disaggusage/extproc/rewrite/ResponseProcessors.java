@@ -1,0 +1,11 @@
+package io.disaggusage.extproc.rewrite;
+
+import io.disaggusage.extproc.usage.UsageNames;
+
+/** Chooses the body processor for a response: leg (context/generation) × shape (JSON/SSE). */
+public interface ResponseProcessors {
+
+  ContextObserver context(boolean eventStream);
+
+  ResponseBodyProcessor generation(boolean eventStream, UsageNames names);
+}

@@ -1,0 +1,118 @@
+package io.disaggusage.extproc.classify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.disaggusage.extproc.classify.CorrelationKey.Source;
+import io.disaggusage.extproc.rewrite.Phase;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Phase, correlation and ordering rules of behaviour.md §3–§4. */
+class ExchangeClassifierTest {
+  private static final List<String> PATHS =
+      List.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages");
+  private static final ExchangeClassifier CLASSIFIER =
+      new ExchangeClassifier(
+          ClassificationRules.of(List.of("prefill-pool"), List.of("decode-pool"), PATHS, 256, false));
+
+  static RequestHead head(String cluster, String... headerPairs) {
+    Map<String, String> h = new HashMap<>();
+    for (int i = 0; i < headerPairs.length; i += 2) {
+      h.put(headerPairs[i], headerPairs[i + 1]);
+    }
+    return new RequestHead("POST", "/v1/chat/completions", h, cluster);
+  }
+
+  static RequestFacts facts(String requestType, String disagg, String ctx, String style) {
+    return new RequestFacts(null, null, requestType, disagg, ctx, style, null, false, false, null, null, false, false, null);
+  }
+
+  @Test
+  void handledPathsArePostOnly() {
+    assertThat(CLASSIFIER.handles(head(null))).isTrue();
+    assertThat(CLASSIFIER.handles(new RequestHead("GET", "/v1/chat/completions", Map.of(), null))).isFalse();
+    assertThat(CLASSIFIER.handles(new RequestHead("POST", "/v1/embeddings", Map.of(), null))).isFalse();
+  }
+
+  @Test
+  void headerBeatsClusterBeatsBody() {
+    RequestFacts ctxBody = facts("context_only", "1", null, null);
+    assertThat(CLASSIFIER.classify(head("decode-pool", "x-disagg-phase", "Prefill"), ctxBody).phase())
+        .isEqualTo(Phase.CONTEXT);
+    assertThat(CLASSIFIER.classify(head("decode-pool"), ctxBody).phase()).isEqualTo(Phase.GENERATION);
+    assertThat(CLASSIFIER.classify(head("other"), ctxBody).phase()).isEqualTo(Phase.CONTEXT);
+    assertThat(CLASSIFIER.classify(head(null, "x-disagg-phase", "DECODE"), RequestFacts.NONE).phase())
+        .isEqualTo(Phase.GENERATION);
+    assertThat(CLASSIFIER.classify(head(null), RequestFacts.NONE)).isEqualTo(Classification.NONE);
+  }
+
+  @Test
+  void trtGenerationLooksUpCtxRequestIdFirst() {
+    Classification c =
+        CLASSIFIER.classify(
+            head(null, "x-request-id", "r1"), facts("generation_only", "111", "222", "0"));
+    assertThat(c.keys())
+        .containsExactly(new CorrelationKey(Source.TRTLLM, "222"), new CorrelationKey(Source.TRTLLM, "111"));
+    assertThat(c.ordering()).isEqualTo(Ordering.CONTEXT_FIRST);
+    assertThat(
+            CLASSIFIER.classify(head(null), facts("generation_only", "111", "222", "1")).ordering())
+        .isEqualTo(Ordering.CONCURRENT);
+  }
+
+  @Test
+  void explicitIdHeaderWinsAndKeysAreNamespaced() {
+    Classification c =
+        CLASSIFIER.classify(
+            head(null, "x-disagg-request-id", "abc", "x-request-id", "abc"),
+            facts("context_only", "111", null, null));
+    assertThat(c.keys()).containsExactly(new CorrelationKey(Source.HEADER, "abc"));
+    assertThat(c.keys().get(0).storeKey()).isEqualTo("hdr:abc");
+    assertThat(new CorrelationKey(Source.REQUEST_ID, "abc").storeKey()).isEqualTo("xrid:abc");
+  }
+
+  @Test
+  void sglangRoomIsConcurrentAndVllmUsesRequestId() {
+    RequestFacts sgl =
+        new RequestFacts(null, null, null, null, null, null, null, false, false, "42", "h", false, false, null);
+    Classification c = CLASSIFIER.classify(head("prefill-pool", "x-request-id", "r"), sgl);
+    assertThat(c.keys()).containsExactly(new CorrelationKey(Source.SGLANG, "h|42"));
+    assertThat(c.ordering()).isEqualTo(Ordering.CONCURRENT);
+    RequestFacts vllm =
+        new RequestFacts(null, null, null, null, null, null, null, false, true, null, null, false, false, null);
+    Classification v = CLASSIFIER.classify(head(null, "x-request-id", "uuid-1"), vllm);
+    assertThat(v.phase()).isEqualTo(Phase.GENERATION);
+    assertThat(v.keys()).containsExactly(new CorrelationKey(Source.REQUEST_ID, "uuid-1"));
+    assertThat(CLASSIFIER.classify(head(null, "x-request-id", "uuid-1", "x-disagg-order", "concurrent"), vllm).ordering())
+        .isEqualTo(Ordering.CONCURRENT);
+  }
+
+  @Test
+  void overlongKeysAreNotKeys() {
+    String longId = "x".repeat(256 + 1);
+    Classification c =
+        CLASSIFIER.classify(head(null, "x-disagg-phase", "decode", "x-request-id", longId), RequestFacts.NONE);
+    assertThat(c.phase()).isEqualTo(Phase.GENERATION);
+    assertThat(c.keys()).isEmpty();
+  }
+
+  @Test
+  void bodyIsAlwaysReadForTheFingerprintUnlessTheIdHeaderIsTrusted() {
+    RequestHead settled = head("decode-pool", "x-disagg-request-id", "a");
+    RequestHead headersOnly = head(null, "x-disagg-phase", "context", "x-disagg-request-id", "a");
+    assertThat(CLASSIFIER.needsBody(head(null))).isTrue();
+    assertThat(CLASSIFIER.needsBody(head("decode-pool"))).isTrue();
+    assertThat(CLASSIFIER.needsBody(settled)).isTrue();
+    assertThat(CLASSIFIER.needsBody(headersOnly)).isTrue();
+
+    ExchangeClassifier trusting =
+        new ExchangeClassifier(
+            ClassificationRules.of(List.of("prefill-pool"), List.of("decode-pool"), PATHS, 256, true));
+    assertThat(trusting.needsBody(head(null))).isTrue();
+    assertThat(trusting.needsBody(head("decode-pool"))).isTrue();
+    assertThat(trusting.needsBody(head(null, "x-disagg-phase", "context"))).isTrue();
+    assertThat(trusting.needsBody(settled)).isFalse();
+    assertThat(trusting.needsBody(headersOnly)).isFalse();
+  }
+}

@@ -1,0 +1,147 @@
+package io.disaggusage.extproc.rewrite;
+
+import io.disaggusage.extproc.usage.ContextUsage;
+import io.disaggusage.extproc.usage.JsonUsageRewriter;
+import io.disaggusage.extproc.usage.UsageFigures;
+import io.disaggusage.extproc.usage.UsageNames;
+import java.io.ByteArrayOutputStream;
+
+/**
+ * The first, holding implementation of the non-streaming generation rewrite, kept as the reference
+ * for {@link GenerationJsonRewriter}: the body is held until it is complete, then its usage is
+ * rewritten with the context usage (waiting for it in concurrent flows). A body above
+ * {@code maxBodyBytes} is released unmodified at once and the rest passes straight through.
+ */
+final class BufferedJsonRewriter implements ResponseBodyProcessor {
+  private final JsonUsageRewriter rewriter;
+  private final UsageNames names;
+  private final int maxBodyBytes;
+
+  private ByteArrayOutputStream body = new ByteArrayOutputStream(4096);
+  private byte[] ready = new byte[0];
+  private boolean passthrough;
+  private boolean finished;
+  private boolean contextKnown;
+  private ContextUsage context;
+  private boolean released;
+  private ExchangeReport report = new ExchangeReport(Outcome.NO_USAGE, null, false, null);
+
+  BufferedJsonRewriter(JsonUsageRewriter rewriter, UsageNames names, int maxBodyBytes) {
+    this.rewriter = rewriter;
+    this.names = names;
+    this.maxBodyBytes = maxBodyBytes;
+  }
+
+  @Override
+  public void accept(byte[] chunk) {
+    if (passthrough) {
+      append(chunk);
+      return;
+    }
+    if (body.size() + chunk.length > maxBodyBytes) {
+      passthrough = true;
+      report = new ExchangeReport(Outcome.OVERSIZE, null, false, null);
+      append(body.toByteArray());
+      append(chunk);
+      body = null;
+      return;
+    }
+    body.write(chunk, 0, chunk.length);
+  }
+
+  @Override
+  public void finish() {
+    finished = true;
+    if (!passthrough && contextKnown) {
+      release();
+    }
+  }
+
+  @Override
+  public byte[] takeReady() {
+    byte[] out = ready;
+    ready = new byte[0];
+    return out;
+  }
+
+  @Override
+  public boolean wantsContext() {
+    return finished && !passthrough && !contextKnown;
+  }
+
+  @Override
+  public boolean waiting() {
+    return finished && !passthrough && !released;
+  }
+
+  @Override
+  public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
+    if (contextKnown) {
+      return;
+    }
+    this.contextKnown = true;
+    this.context = context;
+    if (context == null) {
+      report = new ExchangeReport(reasonIfNull, null, false, null);
+    }
+    if (finished && !passthrough) {
+      release();
+    }
+  }
+
+  private void release() {
+    released = true;
+    byte[] doc = body.toByteArray();
+    body = null;
+    try {
+      rewrite(doc);
+    } catch (RuntimeException e) {
+      // Only this body's correction is lost: it goes out exactly as it came.
+      report = new ExchangeReport(Outcome.ERROR, null, false, null);
+      ready = Bytes.EMPTY;
+      append(doc);
+    }
+  }
+
+  private void rewrite(byte[] doc) {
+    if (context == null) {
+      UsageFigures own = rewriter.inspect(doc, names);
+      report = new ExchangeReport(report.outcome(), own, false, null);
+      append(doc);
+      return;
+    }
+    JsonUsageRewriter.Result result = rewriter.rewrite(doc, context, names);
+    if (result instanceof JsonUsageRewriter.Rewritten r) {
+      report = new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model());
+      append(r.document());
+    } else if (result instanceof JsonUsageRewriter.NoUsage n) {
+      report = new ExchangeReport(Outcome.NO_USAGE, null, false, n.model());
+      append(doc);
+    } else {
+      JsonUsageRewriter.Rejected rejected = (JsonUsageRewriter.Rejected) result;
+      Outcome outcome =
+          rejected.reason() == JsonUsageRewriter.Reason.OVERSIZE_USAGE ? Outcome.OVERSIZE : Outcome.PARSE_ERROR;
+      report = new ExchangeReport(outcome, null, false, null);
+      append(doc);
+    }
+  }
+
+  @Override
+  public byte[] abandon() {
+    byte[] held = body == null ? new byte[0] : body.toByteArray();
+    body = null;
+    passthrough = true;
+    byte[] out = Bytes.concat(ready, held);
+    ready = new byte[0];
+    return out;
+  }
+
+  @Override
+  public ExchangeReport report() {
+    return report;
+  }
+
+  private void append(byte[] bytes) {
+    ready = ready.length == 0 ? bytes : Bytes.concat(ready, bytes);
+  }
+}

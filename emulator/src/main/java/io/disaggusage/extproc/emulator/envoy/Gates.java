@@ -1,0 +1,41 @@
+package io.disaggusage.extproc.emulator.envoy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/** A row of one-shot gates (one per chunk, plus one for trailers) released in order by a test. */
+final class Gates {
+  private final List<CompletableFuture<Void>> gates = new ArrayList<>();
+  private int next;
+
+  Gates(int count, boolean closed) {
+    for (int i = 0; i < count; i++) {
+      gates.add(closed ? new CompletableFuture<>() : CompletableFuture.completedFuture(null));
+    }
+    next = closed ? 0 : count;
+  }
+
+  CompletableFuture<Void> gate(int index) {
+    return gates.get(index);
+  }
+
+  /** Opens the next closed gate; returns false when all are open. */
+  synchronized boolean releaseNext() {
+    if (next >= gates.size()) {
+      return false;
+    }
+    gates.get(next++).complete(null);
+    return true;
+  }
+
+  synchronized void releaseAll() {
+    while (releaseNext()) {
+      // keep releasing
+    }
+  }
+
+  synchronized int remaining() {
+    return gates.size() - next;
+  }
+}

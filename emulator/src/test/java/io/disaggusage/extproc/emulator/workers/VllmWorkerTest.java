@@ -1,0 +1,146 @@
+package io.disaggusage.extproc.emulator.workers;
+
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.LONG_PROMPT;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.chat;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.events;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.json;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.post;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.disaggusage.extproc.emulator.engines.UsageVariant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** vLLM prefill and decode workers (NIXL) over HTTP (engines.md §2). */
+class VllmWorkerTest extends WorkerPairTest {
+  private static final String PREFILL_PARAMS =
+      "\"max_tokens\":1,\"stream\":false,\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,"
+          + "\"remote_engine_id\":null,\"remote_block_ids\":null,\"remote_host\":null,\"remote_port\":null}";
+  private static final String REQUEST_ID = "0b7e2f1c-3d4a-4e5f-8a9b-0c1d2e3f4a5b";
+
+  VllmWorkerTest() {
+    super(EngineKind.VLLM);
+  }
+
+  /** Prefills twice (the second hits the cache) and returns the second prefill reply. */
+  private JsonNode warmPrefill() throws Exception {
+    post(prefill, chat(LONG_PROMPT, PREFILL_PARAMS), "X-Request-Id", "warm");
+    return json(post(prefill, chat(LONG_PROMPT, PREFILL_PARAMS), "X-Request-Id", REQUEST_ID).body());
+  }
+
+  private JsonNode decodeUsage(JsonNode prefilled, String extra) throws Exception {
+    String body = chat(LONG_PROMPT, "\"kv_transfer_params\":" + prefilled.path("kv_transfer_params") + "," + extra);
+    return json(post(decode, body, "X-Request-Id", REQUEST_ID).body()).path("usage");
+  }
+
+  @Test
+  void prefillAnswersOneTokenWithKvTransferParamsAndIsNamedAfterTheRequestId() throws Exception {
+    start(UsageVariant.BUG);
+    JsonNode reply = warmPrefill();
+    assertThat(reply.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    assertThat(reply.path("choices").path(0).path("finish_reason").asText()).isEqualTo("length");
+    assertThat(reply.path("usage").path("completion_tokens").asLong()).isEqualTo(1);
+    JsonNode params = reply.path("kv_transfer_params");
+    assertThat(params.path("do_remote_prefill").asBoolean()).isTrue();
+    assertThat(params.path("do_remote_decode").asBoolean()).isFalse();
+    assertThat(params.path("remote_request_id").asText()).isEqualTo(REQUEST_ID);
+    assertThat(params.has("remote_prefill_cached_tokens")).as("only releases with #54222").isFalse();
+    long prompt = reply.path("usage").path("prompt_tokens").asLong();
+    assertThat(reply.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo((prompt - 1) / 16 * 16);
+  }
+
+  @Test
+  void nixlBugReportsPromptMinusOneAndTheWholePromptVariantThePrompt() throws Exception {
+    start(UsageVariant.BUG);
+    JsonNode usage = decodeUsage(warmPrefill(), "\"max_tokens\":4");
+    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(usage.path("prompt_tokens").asLong() - 1);
+    start(UsageVariant.WHOLE_PROMPT_BUG);
+    JsonNode whole = decodeUsage(warmPrefill(), "\"max_tokens\":4");
+    assertThat(whole.path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(whole.path("prompt_tokens").asLong());
+  }
+
+  @Test
+  void fixedDecodeReportsThePrefillsCountWhenTheProxyForwardsIt() throws Exception {
+    start(UsageVariant.FIXED);
+    JsonNode prefilled = warmPrefill();
+    long prefillCached = prefilled.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong();
+    assertThat(prefilled.path("kv_transfer_params").path("remote_prefill_cached_tokens").asLong()).isEqualTo(prefillCached);
+    assertThat(decodeUsage(prefilled, "\"max_tokens\":4").path("prompt_tokens_details").path("cached_tokens").asLong())
+        .isEqualTo(prefillCached);
+    String rebuilt = chat(LONG_PROMPT, "\"max_tokens\":4,\"kv_transfer_params\":{\"do_remote_prefill\":true}");
+    JsonNode dropped = json(post(decode, rebuilt).body()).path("usage");
+    assertThat(dropped.path("prompt_tokens_details").path("cached_tokens").asLong())
+        .as("a proxy that rebuilds the params drops the count: vLLM falls back to the NIXL count")
+        .isEqualTo(dropped.path("prompt_tokens").asLong() - 1);
+  }
+
+  @Test
+  void streamsUsageOnlyWithStreamOptionsAndContinuousUsageInEveryChunk() throws Exception {
+    start(UsageVariant.BUG);
+    JsonNode prefilled = warmPrefill();
+    String params = "\"kv_transfer_params\":" + prefilled.path("kv_transfer_params");
+    List<JsonNode> bare = events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true")).body());
+    assertThat(bare).hasSize(3).noneMatch(e -> e.has("usage"));
+    List<JsonNode> optionsOnly =
+        events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true,\"stream_options\":{}")).body());
+    assertThat(optionsOnly.get(optionsOnly.size() - 1).path("usage").path("completion_tokens").asLong())
+        .as("StreamOptions.include_usage defaults to true once stream_options is sent")
+        .isEqualTo(2);
+    assertThat(bare.get(0).path("choices").path(0).path("delta").toString()).isEqualTo("{\"role\":\"assistant\",\"content\":\"\"}");
+    List<JsonNode> continuous =
+        events(post(decode, chat(LONG_PROMPT, params + ",\"max_tokens\":2,\"stream\":true,"
+            + "\"stream_options\":{\"include_usage\":true,\"continuous_usage_stats\":true}")).body());
+    assertThat(continuous).extracting(e -> e.path("usage").path("completion_tokens").asLong()).containsExactly(0L, 1L, 2L, 2L);
+    assertThat(continuous).allMatch(e -> e.path("usage").path("prompt_tokens_details").has("cached_tokens"));
+  }
+
+  @Test
+  void nChoicesAndMaxCompletionTokensWinOverMaxTokens() throws Exception {
+    start(UsageVariant.BUG);
+    JsonNode prefilled = warmPrefill();
+    String body = chat(LONG_PROMPT, "\"kv_transfer_params\":" + prefilled.path("kv_transfer_params")
+        + ",\"n\":2,\"max_tokens\":9,\"max_completion_tokens\":3");
+    JsonNode reply = json(post(decode, body).body());
+    assertThat(reply.path("choices")).hasSize(2);
+    assertThat(reply.path("choices").path(1).path("index").asInt()).isEqualTo(1);
+    assertThat(reply.path("usage").path("completion_tokens").asLong()).isEqualTo(6);
+    List<JsonNode> stream = events(post(decode, body.replace("}]", "}],\"stream\":true,\"stream_options\":{\"include_usage\":true}"))
+        .body());
+    assertThat(stream).filteredOn(e -> !e.path("choices").isEmpty())
+        .extracting(e -> e.path("choices").path(0).path("index").asInt())
+        .containsExactly(0, 1, 0, 1, 0, 1, 0, 1);
+    assertThat(stream.get(stream.size() - 1).path("usage").path("completion_tokens").asLong()).isEqualTo(6);
+  }
+
+  @Test
+  void decodeServesARequestWithoutKvTransferParamsWholeOnItsOwnCache() throws Exception {
+    start(UsageVariant.BUG);
+    String plain = chat(LONG_PROMPT, "\"max_tokens\":4");
+    JsonNode first = json(post(decode, plain, "X-Request-Id", REQUEST_ID).body());
+    assertThat(first.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    long prompt = first.path("usage").path("prompt_tokens").asLong();
+    assertThat(first.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).as("nothing cached yet").isZero();
+    assertThat(first.path("usage").path("completion_tokens").asLong()).isEqualTo(4);
+    List<JsonNode> repeat = events(post(decode, plain.replace("}]", "}],\"stream\":true,\"stream_options\":{\"include_usage\":true}")).body());
+    JsonNode usage = repeat.get(repeat.size() - 1).path("usage");
+    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asLong())
+        .as("its own cache's hits, not the NIXL count").isEqualTo((prompt - 1) / 16 * 16);
+    assertThat(post(decode, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_prefill\":false}")).statusCode())
+        .as("a decode leg without the prefill's handoff is still refused").isEqualTo(400);
+  }
+
+  @Test
+  void recordsEveryHeaderValueAndTheBody() throws Exception {
+    start(UsageVariant.BUG);
+    String body = chat(LONG_PROMPT, PREFILL_PARAMS);
+    post(prefill, body, "X-Request-Id", "first", "X-Request-Id", "second", "Authorization", "Bearer ");
+    RecordedRequest recorded = prefill.log().completions().get(0);
+    assertThat(recorded.method()).isEqualTo("POST");
+    assertThat(recorded.path()).isEqualTo("/v1/chat/completions");
+    assertThat(recorded.headerValues("x-request-id")).containsExactly("first", "second");
+    assertThat(recorded.headerValues("Authorization")).containsExactly("Bearer");
+    assertThat(recorded.bodyUtf8()).isEqualTo(body);
+    assertThat(prefill.log().probes()).isEmpty();
+  }
+}

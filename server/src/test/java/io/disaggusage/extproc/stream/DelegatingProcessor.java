@@ -1,0 +1,55 @@
+package io.disaggusage.extproc.stream;
+
+import io.disaggusage.extproc.rewrite.ExchangeReport;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
+import io.disaggusage.extproc.usage.ContextUsage;
+
+/** A real body processor behind a test's fault: subclasses override only where they inject it. */
+abstract class DelegatingProcessor implements ResponseBodyProcessor {
+  protected final ResponseBodyProcessor delegate;
+
+  DelegatingProcessor(ResponseBodyProcessor delegate) {
+    this.delegate = delegate;
+  }
+
+  @Override
+  public void accept(byte[] chunk) {
+    delegate.accept(chunk);
+  }
+
+  @Override
+  public void finish() {
+    delegate.finish();
+  }
+
+  @Override
+  public byte[] takeReady() {
+    return delegate.takeReady();
+  }
+
+  @Override
+  public boolean wantsContext() {
+    return delegate.wantsContext();
+  }
+
+  @Override
+  public boolean waiting() {
+    return delegate.waiting();
+  }
+
+  @Override
+  public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
+    delegate.resolveContext(context, reasonIfNull);
+  }
+
+  @Override
+  public byte[] abandon() {
+    return delegate.abandon();
+  }
+
+  @Override
+  public ExchangeReport report() {
+    return delegate.report();
+  }
+}

@@ -1,0 +1,204 @@
+package io.disaggusage.extproc;
+
+import io.disaggusage.extproc.cli.CommandEnvironment;
+import io.disaggusage.extproc.cli.ConfigOptions;
+import io.disaggusage.extproc.cli.DemoCommand;
+import io.disaggusage.extproc.cli.ReplayCommand;
+import io.disaggusage.extproc.cli.SandboxCommand;
+import io.disaggusage.extproc.cli.WorkersCommand;
+import io.disaggusage.extproc.cli.Signals;
+import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.config.ConfigException;
+import io.disaggusage.extproc.config.ConfigLoader;
+import io.disaggusage.extproc.logging.Logging;
+import io.disaggusage.extproc.runtime.ServerRuntime;
+import io.disaggusage.extproc.runtime.StartupException;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IVersionProvider;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * Command line entry point. With no subcommand it runs the server until SIGTERM/SIGINT.
+ *
+ * <p>A subcommand is one class: annotate it with {@code @Command(name = "...")}, give it {@code @Mixin
+ * ConfigOptions} if it loads the configuration and {@code @ParentCommand CommandEnvironment} to reach {@link #env()},
+ * and add it to {@code subcommands} below.
+ */
+@Command(
+    name = "disagg-usage-extproc",
+    mixinStandardHelpOptions = true,
+    versionProvider = Main.VersionProvider.class,
+    sortOptions = false,
+    usageHelpAutoWidth = true,
+    description = {
+      "Envoy ext_proc service that corrects OpenAI token usage in prefill/decode disaggregated serving.",
+      "Without a subcommand, runs the server until SIGTERM or SIGINT."
+    },
+    subcommands = {DemoCommand.class, ReplayCommand.class, SandboxCommand.class, WorkersCommand.class},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+      "0:clean shutdown (or --help, --version, --print-config)",
+      "1:start-up failure (port in use, store unavailable)",
+      "2:invalid configuration or command line"
+    })
+public final class Main implements Callable<Integer>, CommandEnvironment {
+  private static final Logger log = LoggerFactory.getLogger(Main.class);
+
+  /** Exit status for an invalid configuration or command line. */
+  public static final int EXIT_CONFIG = CommandEnvironment.EXIT_CONFIG;
+
+  /** Exit status when the server cannot start. */
+  public static final int EXIT_STARTUP = CommandLine.ExitCode.SOFTWARE;
+
+  @Mixin ConfigOptions options;
+
+  @Option(
+      names = "--print-config",
+      description =
+          "Prints the effective configuration (defaults, file, environment and flags merged and validated)"
+              + " as YAML usable as --config, and exits without starting the server.")
+  boolean printConfig;
+
+  @Spec CommandSpec spec;
+
+  private final Map<String, String> env;
+  private final Consumer<ServerRuntime> onStarted;
+
+  public Main(Map<String, String> env) {
+    this(env, runtime -> {});
+  }
+
+  /** {@code onStarted} sees the running server before {@link #call()} waits for its shutdown. */
+  Main(Map<String, String> env, Consumer<ServerRuntime> onStarted) {
+    this.env = Map.copyOf(env);
+    this.onStarted = onStarted;
+  }
+
+  public static void main(String[] args) {
+    CommandLine commandLine = commandLine(new Main(System.getenv()));
+    // Output in UTF-8 whatever the platform's default charset is: replay prints response bodies as sent.
+    commandLine.setOut(new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true));
+    commandLine.setErr(new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true));
+    System.exit(commandLine.execute(args));
+  }
+
+  /**
+   * The picocli command line for {@code main}: usage footer listing every configuration key, and
+   * configuration/start-up errors printed as one message (no stack trace) with exit status 2/1.
+   */
+  public static CommandLine commandLine(Main main) {
+    CommandLine commandLine = new CommandLine(main);
+    commandLine.getCommandSpec().usageMessage().footer(keysFooter());
+    commandLine.setParameterExceptionHandler(
+        (exception, args) -> {
+          CommandLine cl = exception.getCommandLine();
+          cl.getErr().println(exception.getMessage());
+          cl.getErr().println("Run with --help for usage.");
+          return EXIT_CONFIG;
+        });
+    commandLine.setExecutionExceptionHandler(
+        (exception, cl, parseResult) -> {
+          if (exception instanceof ConfigException) {
+            cl.getErr().println(exception.getMessage());
+            return EXIT_CONFIG;
+          }
+          if (exception instanceof StartupException) {
+            cl.getErr().println("startup error: " + exception.getMessage());
+            return EXIT_STARTUP;
+          }
+          log.error("unexpected failure", exception);
+          cl.getErr().println("error: " + exception);
+          return EXIT_STARTUP;
+        });
+    return commandLine;
+  }
+
+  /** The environment this command reads ({@code DISAGG_USAGE_*}); for subcommands. */
+  @Override
+  public Map<String, String> env() {
+    return env;
+  }
+
+  /** Runs the server until it is shut down, or prints the configuration with {@code --print-config}. */
+  @Override
+  public Integer call() throws ConfigException, StartupException, InterruptedException {
+    Config config = options.load(env);
+    if (printConfig) {
+      spec.commandLine().getOut().print(printedConfig(config));
+      spec.commandLine().getOut().flush();
+      return CommandLine.ExitCode.OK;
+    }
+    Logging.configure(config.logging());
+    ServerRuntime runtime = ServerRuntime.start(config);
+    Thread hook = new Thread(runtime::close, "disagg-usage-shutdown-hook");
+    Runtime.getRuntime().addShutdownHook(hook);
+    Signals signals =
+        Signals.onTermination(
+            signal -> {
+              log.info("received SIG{}, shutting down", signal);
+              new Thread(runtime::close, "disagg-usage-shutdown").start();
+            });
+    try {
+      onStarted.accept(runtime);
+      runtime.awaitTermination();
+    } finally {
+      runtime.close();
+      signals.close();
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException e) {
+        // the JVM is already exiting; the hook has run or is running
+      }
+    }
+    return CommandLine.ExitCode.OK;
+  }
+
+  /** What {@code --print-config} prints: a comment line, then {@link ConfigLoader#toYaml}. */
+  static String printedConfig(Config config) {
+    return "# disagg-usage-extproc "
+        + Version.current()
+        + " effective configuration (defaults < --config file < environment < flags)\n"
+        + ConfigLoader.toYaml(config);
+  }
+
+  private static String keysFooter() {
+    StringBuilder footer =
+        new StringBuilder(
+            "%nConfiguration keys and their defaults. Precedence: flags and --set, then environment"
+                + " variables, then the --config file, then defaults. The environment variable for a key is "
+                + ConfigLoader.ENV_PREFIX
+                + " followed by the key in upper case with . as _, e.g. "
+                + ConfigLoader.envName("ordering.context_wait")
+                + "; lists are comma-separated there. Durations: 250ms, 2s, 1m, 1h, PT2S. Sizes: bytes or"
+                + " a KiB/MiB suffix.%n");
+    int width = ConfigLoader.keys().stream().mapToInt(String::length).max().orElse(0);
+    for (ConfigLoader.KeyInfo key : ConfigLoader.describeKeys()) {
+      footer.append(
+          String.format("  %-" + width + "s  %s%%n", key.key(), key.defaultValue().replace("%", "%%")));
+    }
+    return footer.toString();
+  }
+
+  /** {@code --version}: the build version and the Java runtime. */
+  static final class VersionProvider implements IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {
+        "disagg-usage-extproc " + Version.current(),
+        "Java " + Runtime.version() + " (" + System.getProperty("java.vm.name") + ")"
+      };
+    }
+  }
+}
