@@ -111,55 +111,6 @@ final class RedisConnection implements AutoCloseable {
   private volatile Duration connectDelay = RECONNECT_MIN;
   private volatile ScheduledFuture<?> healthTask;
 
-  private RedisConnection(
-      RedisURI uri,
-      boolean cluster,
-      Duration timeout,
-      String channel,
-      Script probe,
-      List<String> probeKeys,
-      Listener listener,
-      ScheduledExecutorService timer) {
-    this.timer = timer;
-    this.uri = uri;
-    this.target = describe(uri);
-    this.channel = channel;
-    this.probe = probe;
-    this.probeKeys = probeKeys;
-    this.listener = listener;
-    this.resources =
-        ClientResources.builder()
-            .ioThreadPoolSize(2)
-            .computationThreadPoolSize(2)
-            .reconnectDelay(Delay.exponential(RECONNECT_MIN, RECONNECT_MAX, 2, TimeUnit.MILLISECONDS))
-            .build();
-    SocketOptions socket = SocketOptions.builder().connectTimeout(CONNECT_TIMEOUT).keepAlive(true).build();
-    TimeoutOptions timeouts = TimeoutOptions.builder().fixedTimeout(timeout).timeoutCommands(true).build();
-    if (cluster) {
-      RedisClusterClient clusterClient = RedisClusterClient.create(resources, uri);
-      clusterClient.setOptions(
-          ClusterClientOptions.builder()
-              .autoReconnect(true)
-              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-              .timeoutOptions(timeouts)
-              .socketOptions(socket)
-              .topologyRefreshOptions(
-                  ClusterTopologyRefreshOptions.builder().enableAllAdaptiveRefreshTriggers().build())
-              .build());
-      this.client = clusterClient;
-    } else {
-      RedisClient standalone = RedisClient.create(resources, uri);
-      standalone.setOptions(
-          ClientOptions.builder()
-              .autoReconnect(true)
-              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-              .timeoutOptions(timeouts)
-              .socketOptions(socket)
-              .build());
-      this.client = standalone;
-    }
-  }
-
   /**
    * A connection not started yet ({@link #start()}).
    *
@@ -173,7 +124,7 @@ final class RedisConnection implements AutoCloseable {
    * @throws IllegalArgumentException when {@code uri} is not a Redis URI Lettuce accepts; the message
    *     never contains a password
    */
-  static RedisConnection create(
+  RedisConnection(
       String uri,
       boolean cluster,
       Duration timeout,
@@ -182,10 +133,47 @@ final class RedisConnection implements AutoCloseable {
       List<String> probeKeys,
       Listener listener,
       ScheduledExecutorService timer) {
-    RedisURI parsed = parseUri(uri);
-    parsed.setTimeout(CONNECT_TIMEOUT);
-    parsed.setClientName("disagg-usage-extproc");
-    return new RedisConnection(parsed, cluster, timeout, channel, probe, probeKeys, listener, timer);
+    this.uri = parseUri(uri);
+    this.uri.setTimeout(CONNECT_TIMEOUT);
+    this.uri.setClientName("disagg-usage-extproc");
+    this.timer = timer;
+    this.target = describe(this.uri);
+    this.channel = channel;
+    this.probe = probe;
+    this.probeKeys = probeKeys;
+    this.listener = listener;
+    this.resources =
+        ClientResources.builder()
+            .ioThreadPoolSize(2)
+            .computationThreadPoolSize(2)
+            .reconnectDelay(Delay.exponential(RECONNECT_MIN, RECONNECT_MAX, 2, TimeUnit.MILLISECONDS))
+            .build();
+    if (cluster) {
+      RedisClusterClient clusterClient = RedisClusterClient.create(resources, this.uri);
+      clusterClient.setOptions(
+          commonOptions(ClusterClientOptions.builder(), timeout)
+              .topologyRefreshOptions(
+                  ClusterTopologyRefreshOptions.builder().enableAllAdaptiveRefreshTriggers().build())
+              .build());
+      this.client = clusterClient;
+    } else {
+      RedisClient standalone = RedisClient.create(resources, this.uri);
+      standalone.setOptions(commonOptions(ClientOptions.builder(), timeout).build());
+      this.client = standalone;
+    }
+  }
+
+  /**
+   * Reconnect by itself, reject commands at once while disconnected, time every command out after
+   * {@code timeout}, and keep sockets alive: the options of both clients.
+   */
+  private static <B extends ClientOptions.Builder> B commonOptions(B builder, Duration timeout) {
+    builder
+        .autoReconnect(true)
+        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+        .timeoutOptions(TimeoutOptions.builder().fixedTimeout(timeout).timeoutCommands(true).build())
+        .socketOptions(SocketOptions.builder().connectTimeout(CONNECT_TIMEOUT).keepAlive(true).build());
+    return builder;
   }
 
   /**

@@ -156,7 +156,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     this.ttlMillis = Math.max(1, settings.ttl().toMillis());
     this.waiters = new ContextWaiters(deadlines);
     this.connection =
-        RedisConnection.create(
+        new RedisConnection(
             settings.uri(),
             settings.cluster(),
             settings.timeout(),
