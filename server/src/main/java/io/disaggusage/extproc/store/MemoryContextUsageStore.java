@@ -5,20 +5,18 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.PromptFingerprint;
+import io.disaggusage.extproc.store.ContextWaiters.Waiter;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * In-process store for one replica (sidecar mode): a size- and TTL-bounded Caffeine cache of entries,
- * one cache key per (fingerprint, store key), plus a table of waiters woken directly by {@link #put}.
+ * one cache key per (fingerprint, store key), plus the {@link ContextWaiters} woken directly by {@link #put}.
  * All operations complete immediately except {@link #await}, which completes on a put or on its
  * deadline (scheduled, never blocking a thread).
  *
@@ -44,51 +42,27 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     }
   }
 
-  /** A generation exchange waiting for context usage with its fingerprint under any of its keys. */
-  private final class Waiter {
-    final List<String> keys;
-    final String fingerprint;
-    final CompletableFuture<ContextLookup> future = new CompletableFuture<>();
-    /** A put with another fingerprint landed under one of the keys while this waited. */
-    volatile boolean sawOtherFingerprint;
-
-    Waiter(List<String> keys, String fingerprint) {
-      this.keys = keys;
-      this.fingerprint = fingerprint;
-    }
-
-    boolean deliver(ContextUsage usage) {
-      return future.complete(ContextLookup.found(usage));
-    }
-
-    void withdraw() {
-      for (String key : keys) {
-        waiting.computeIfPresent(
-            key,
-            (k, list) -> {
-              list.remove(this);
-              return list.isEmpty() ? null : list;
-            });
-      }
-    }
-  }
-
   private final Cache<String, Entry> entries;
   /** Store key → fingerprints put under it, oldest first; immutable lists, replaced on each put. */
   private final Cache<String, List<String>> fingerprintsByKey;
-  private final ConcurrentHashMap<String, List<Waiter>> waiting = new ConcurrentHashMap<>();
-  private final ScheduledExecutorService timer;
+  private final ContextWaiters waiters;
 
   /**
    * @param ttl how long an unclaimed entry lives
    * @param maxEntries bound on entries; each (store key, fingerprint) counts once, aliases separately
    * @param timer schedules await deadlines
+   * @param ticker the clock entries age by
    */
   public MemoryContextUsageStore(
       Duration ttl, long maxEntries, ScheduledExecutorService timer, Ticker ticker) {
+    this(ttl, maxEntries, ContextWaiters.Deadlines.on(timer), ticker);
+  }
+
+  /** With await deadlines run by {@code deadlines}: a fake clock in tests, together with {@code ticker}. */
+  MemoryContextUsageStore(Duration ttl, long maxEntries, ContextWaiters.Deadlines deadlines, Ticker ticker) {
     this.entries = boundedCache(ttl, maxEntries, ticker);
     this.fingerprintsByKey = boundedCache(ttl, maxEntries, ticker);
-    this.timer = timer;
+    this.waiters = new ContextWaiters(deadlines);
   }
 
   /** Entries live {@code ttl} after their last write; maintenance runs on the calling thread. */
@@ -115,13 +89,10 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     String tag = FingerprintTag.of(fingerprint);
     // A waiting generation exchange of this flow gets the usage directly: that is its consumption.
     for (String key : storeKeys) {
-      Waiter waiter = pollWaiter(key, tag);
-      while (waiter != null) {
-        waiter.withdraw();
-        if (waiter.deliver(usage)) {
+      for (Waiter waiter = waiters.firstFor(key, tag); waiter != null; waiter = waiters.firstFor(key, tag)) {
+        if (waiter.finish(ContextLookup.found(usage))) {
           return CompletableFuture.completedFuture(null);
         }
-        waiter = pollWaiter(key, tag);
       }
     }
     Entry entry = new Entry(usage, tag, storeKeys);
@@ -136,11 +107,10 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     // it) or another taker did: either way the waiter is left alone, to its re-check or its deadline.
     // Completing it empty here lost the usage of a concurrent flow whose waiter took it meanwhile.
     for (String key : storeKeys) {
-      Waiter waiter = pollWaiter(key, tag);
+      Waiter waiter = waiters.firstFor(key, tag);
       if (waiter != null) {
         if (claim(entry)) {
-          waiter.withdraw();
-          if (!waiter.future.complete(ContextLookup.found(usage))) {
+          if (!waiter.finish(ContextLookup.found(usage))) {
             reinstate(usage, tag, storeKeys); // the waiter's deadline won meanwhile: keep the usage
           }
         }
@@ -164,38 +134,18 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
     if (now.isFound() || storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(now);
     }
-    Waiter waiter = new Waiter(storeKeys, tag);
-    for (String key : storeKeys) {
-      waiting.compute(
-          key,
-          (k, list) -> {
-            List<Waiter> l = list == null ? new CopyOnWriteArrayList<>() : list;
-            l.add(waiter);
-            return l;
-          });
-    }
+    Waiter waiter = waiters.register(storeKeys, tag);
     // Re-check: a put may have landed between takeNow and registration.
     ContextLookup raced = takeNow(storeKeys, tag);
     if (raced.isFound()) {
-      waiter.withdraw();
-      waiter.future.complete(raced);
-      return waiter.future;
+      waiter.finish(raced);
+      return waiter.future();
     }
-    var deadline =
-        timer.schedule(
-            () -> {
-              waiter.withdraw(); // before completing: whoever sees the result sees no waiter left
-              boolean mismatch = waiter.sawOtherFingerprint || holdsOtherFingerprints(storeKeys, tag);
-              waiter.future.complete(ContextLookup.notFound(mismatch));
-            },
-            timeout.toNanos(),
-            TimeUnit.NANOSECONDS);
-    waiter.future.whenComplete(
-        (r, e) -> {
-          deadline.cancel(false);
-          waiter.withdraw();
-        });
-    return waiter.future;
+    waiters.expireAfter(
+        waiter,
+        timeout,
+        w -> ContextLookup.notFound(w.sawOtherFingerprint() || holdsOtherFingerprints(storeKeys, tag)));
+    return waiter.future();
   }
 
   @Override
@@ -206,7 +156,7 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
 
   @Override
   public int waiters() {
-    return waiting.values().stream().mapToInt(List::size).sum();
+    return waiters.size();
   }
 
   /** Drops every entry (waiters stay): what a restart of a store without persistence looks like. */
@@ -223,8 +173,7 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
 
   @Override
   public void close() {
-    waiting.values().forEach(list -> List.copyOf(list).forEach(w -> w.future.complete(ContextLookup.MISS)));
-    waiting.clear();
+    waiters.close(ContextLookup.MISS);
     entries.invalidateAll();
     fingerprintsByKey.invalidateAll();
   }
@@ -288,26 +237,6 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
       }
     }
     return false;
-  }
-
-  /**
-   * The first waiter under {@code key} for fingerprint {@code tag}; every other waiter there is marked:
-   * a put for it reached this key, so its flow's key is shared.
-   */
-  private Waiter pollWaiter(String key, String tag) {
-    List<Waiter> list = waiting.get(key);
-    if (list == null) {
-      return null;
-    }
-    Waiter match = null;
-    for (Waiter waiter : list) {
-      if (waiter.fingerprint.equals(tag)) {
-        match = match == null ? waiter : match;
-      } else {
-        waiter.sawOtherFingerprint = true;
-      }
-    }
-    return match;
   }
 
   /**

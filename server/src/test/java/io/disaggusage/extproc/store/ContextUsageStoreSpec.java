@@ -9,6 +9,7 @@ import io.disaggusage.extproc.usage.ContextUsage;
 import java.math.BigInteger;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,11 +29,16 @@ import org.junit.jupiter.api.Test;
  *
  * <p>Most tests store unbound entries (a null fingerprint); the ones at the end bind entries to
  * fingerprints, as the two legs of a flow whose body was read do (issue 16).
+ *
+ * <p>Time is the {@link #clock}'s: await deadlines run on it, so a test says when they pass, and what a
+ * test asserts about ordering it first makes certain with {@link #settle}, never with a pause.
  */
 abstract class ContextUsageStoreSpec {
   protected static final Duration LONG_TTL = Duration.ofSeconds(60);
 
   protected final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+  /** Runs every store's await deadlines (and ages the memory store's entries). */
+  protected final FakeClock clock = new FakeClock();
   private final List<ContextUsageStore> opened = new ArrayList<>();
 
   static final CorrelationKey A = new CorrelationKey(Source.TRTLLM, "1");
@@ -49,6 +55,11 @@ abstract class ContextUsageStoreSpec {
   /** Entries held now, counted by the store's own means. */
   protected abstract long sizeNow(ContextUsageStore store);
 
+  /** Lets {@code elapsed} pass for await deadlines and for the entries' TTL. */
+  protected void elapse(Duration elapsed) {
+    clock.advance(elapsed);
+  }
+
   protected final <S extends ContextUsageStore> S track(S store) {
     opened.add(store);
     return store;
@@ -62,6 +73,31 @@ abstract class ContextUsageStoreSpec {
 
   private ContextUsageStore store() throws Exception {
     return open(LONG_TTL);
+  }
+
+  private final Map<ContextUsageStore, ContextUsageStore> fencePutters = new HashMap<>();
+  private int fences;
+
+  /**
+   * Returns once {@code store} has handled every wake-up published before the call, and every lookup it
+   * started for them has been answered: what a pause only made likely. A fence waiter on {@code store}
+   * first sees its own first lookup answered (a later take on the same connection is answered after it),
+   * so only a wake-up can end it; a put from another replica then wakes it, and wake-ups arrive in the
+   * order they were published, lookups are answered in the order they were sent.
+   */
+  protected void settle(ContextUsageStore store) throws Exception {
+    CorrelationKey fence = new CorrelationKey(Source.HEADER, "fence-" + ++fences);
+    PromptFingerprint tag = fingerprint(-1);
+    ContextUsageStore putter = fencePutters.get(store);
+    if (putter == null) {
+      putter = replicaOf(store);
+      fencePutters.put(store, putter);
+    }
+    store.take(List.of(fence), tag).join(); // the take script is loaded: each lookup is one round trip
+    CompletableFuture<ContextLookup> fenceWaiter = store.await(List.of(fence), tag, LONG_TTL);
+    store.take(List.of(fence), tag).join(); // answered after the fence waiter's own first lookup
+    putter.put(List.of(fence), tag, USAGE).join();
+    assertThat(fenceWaiter.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.found(USAGE));
   }
 
   @Test
@@ -128,7 +164,7 @@ abstract class ContextUsageStoreSpec {
   void entriesExpireAfterTtl() throws Exception {
     ContextUsageStore store = open(Duration.ofMillis(300));
     store.put(List.of(A, B), null, USAGE).join();
-    Thread.sleep(500);
+    elapse(Duration.ofMillis(500));
     assertThat(store.take(List.of(A), null).join().usage()).isEmpty();
     assertThat(store.take(List.of(B), null).join().usage()).isEmpty();
     assertThat(sizeNow(store)).isZero();
@@ -159,10 +195,13 @@ abstract class ContextUsageStoreSpec {
   @Test
   void awaitTimesOutEmptyAndLeavesNoWaiter() throws Exception {
     ContextUsageStore store = store();
-    long start = System.nanoTime();
     CompletableFuture<ContextLookup> waiting = store.await(List.of(A), null, Duration.ofMillis(100));
-    assertThat(waiting.get(5, TimeUnit.SECONDS).usage()).isEmpty();
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(90));
+    settle(store);
+    elapse(Duration.ofMillis(100).minusNanos(1));
+    assertThat(waiting).isNotDone();
+    assertThat(store.waiters()).isEqualTo(1);
+    elapse(Duration.ofNanos(1));
+    assertThat(waiting.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.MISS);
     assertThat(store.waiters()).isZero();
     store.put(List.of(A), null, USAGE).join();
     assertThat(sizeNow(store)).isEqualTo(1);
@@ -186,6 +225,9 @@ abstract class ContextUsageStoreSpec {
     var second = other.await(List.of(A), null, Duration.ofMillis(500));
     var third = store.await(List.of(A), null, Duration.ofMillis(500));
     replicaOf(store).put(List.of(A), null, USAGE).join();
+    settle(store); // every waiter woken by the put has looked
+    settle(other);
+    elapse(Duration.ofMillis(500));
     List<Optional<ContextUsage>> results = new ArrayList<>();
     for (var f : List.of(first, second, third)) {
       results.add(f.get(5, TimeUnit.SECONDS).usage());
@@ -288,7 +330,7 @@ abstract class ContextUsageStoreSpec {
     CompletableFuture<ContextLookup> waitingB = other.await(List.of(A), FP_B, Duration.ofSeconds(5));
     store.put(List.of(A), FP_B, USAGE_B).join();
     assertThat(waitingB.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.found(USAGE_B));
-    Thread.sleep(200); // the wake-up for B reached every replica: it must not have ended A's wait
+    settle(store); // the wake-up for B reached A's replica: it must not have ended A's wait
     assertThat(waitingA).isNotDone();
     other.put(List.of(B, A), FP_A, USAGE_A).join();
     assertThat(waitingA.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.found(USAGE_A));
@@ -302,6 +344,9 @@ abstract class ContextUsageStoreSpec {
     ContextUsageStore other = replicaOf(store);
     CompletableFuture<ContextLookup> waiting = store.await(List.of(A), FP_A, Duration.ofMillis(400));
     other.put(List.of(A), FP_B, USAGE_B).join();
+    settle(store);
+    assertThat(waiting).isNotDone();
+    elapse(Duration.ofMillis(400));
     assertThat(waiting.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.MISMATCH);
     assertThat(store.waiters()).isZero();
     assertThat(other.take(List.of(A), FP_B).join()).isEqualTo(ContextLookup.found(USAGE_B));
@@ -311,10 +356,12 @@ abstract class ContextUsageStoreSpec {
   void aWaitOnAKeyAlreadyHoldingAnotherFingerprintEndsAsAMismatch() throws Exception {
     ContextUsageStore store = store();
     replicaOf(store).put(List.of(A), FP_B, USAGE_B).join();
-    assertThat(store.await(List.of(A), FP_A, Duration.ofMillis(100)).get(5, TimeUnit.SECONDS))
-        .isEqualTo(ContextLookup.MISMATCH);
-    assertThat(store.await(List.of(B), FP_A, Duration.ofMillis(100)).get(5, TimeUnit.SECONDS))
-        .isEqualTo(ContextLookup.MISS);
+    CompletableFuture<ContextLookup> underA = store.await(List.of(A), FP_A, Duration.ofMillis(100));
+    CompletableFuture<ContextLookup> underB = store.await(List.of(B), FP_A, Duration.ofMillis(100));
+    settle(store); // both first lookups were answered
+    elapse(Duration.ofMillis(100));
+    assertThat(underA.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.MISMATCH);
+    assertThat(underB.get(5, TimeUnit.SECONDS)).isEqualTo(ContextLookup.MISS);
     assertThat(store.waiters()).isZero();
   }
 
@@ -339,7 +386,7 @@ abstract class ContextUsageStoreSpec {
     ContextUsageStore store = open(Duration.ofMillis(300));
     store.put(List.of(A), FP_A, USAGE_A).join();
     store.put(List.of(A), FP_B, USAGE_B).join();
-    Thread.sleep(500);
+    elapse(Duration.ofMillis(500));
     assertThat(store.take(List.of(A), FP_A).join()).isEqualTo(ContextLookup.MISS);
     assertThat(store.take(List.of(A), FP_B).join()).isEqualTo(ContextLookup.MISS);
     assertThat(sizeNow(store)).isZero();

@@ -21,10 +21,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
@@ -68,9 +71,33 @@ class RedisContextUsageStoreTest {
   }
 
   private RedisContextUsageStore open(RedisContextUsageStore.Settings settings) {
-    RedisContextUsageStore store = RedisContextUsageStore.open(settings, timer);
+    return open(settings, timer);
+  }
+
+  private RedisContextUsageStore open(RedisContextUsageStore.Settings settings, ScheduledExecutorService on) {
+    RedisContextUsageStore store = RedisContextUsageStore.open(settings, on);
     closeables.add(store);
     return store;
+  }
+
+  /**
+   * A timer that runs one-shot tasks as any other but hands its periodic ones (the health check) to the
+   * test: the test runs them, so it knows when one ran instead of waiting for it.
+   */
+  private static final class ManualPeriodicTimer extends ScheduledThreadPoolExecutor {
+    final List<Runnable> periodic = new CopyOnWriteArrayList<>();
+    final List<Duration> periods = new CopyOnWriteArrayList<>();
+
+    ManualPeriodicTimer() {
+      super(1);
+    }
+
+    @Override
+    public ScheduledFuture<?> scheduleWithFixedDelay(Runnable task, long initialDelay, long delay, TimeUnit unit) {
+      periodic.add(task);
+      periods.add(Duration.of(delay, unit.toChronoUnit()));
+      return schedule(() -> {}, 365, TimeUnit.DAYS); // what the store cancels on close; never due
+    }
   }
 
   private StatefulRedisConnection<String, String> plainConnection() {
@@ -194,14 +221,21 @@ class RedisContextUsageStoreTest {
   @Test
   void sizeCountsEntriesOfAllReplicasAndIsRefreshedInTheBackground() throws Exception {
     RedisContextUsageStore.Settings settings = settings(redis.uri(), "size:", Duration.ofSeconds(30));
+    ManualPeriodicTimer twosTimer = new ManualPeriodicTimer();
     RedisContextUsageStore one = open(settings);
-    RedisContextUsageStore two = open(settings);
+    RedisContextUsageStore two = open(settings, twosTimer);
+    closeables.add(twosTimer::shutdownNow); // after the store that uses it
     RedisStores.awaitReady(one, Duration.ofSeconds(10));
     RedisStores.awaitReady(two, Duration.ofSeconds(10));
     one.put(List.of(A, B), null, USAGE).join();
     two.put(List.of(new CorrelationKey(Source.HEADER, "h")), null, USAGE).join();
     assertThat(one.countEntries().join()).isEqualTo(2);
-    awaitValue(() -> two.size(), 2L, Duration.ofSeconds(5));
+    assertThat(two.size()).as("as counted at connect").isZero();
+
+    assertThat(twosTimer.periods).containsExactly(RedisConnection.HEALTH_INTERVAL);
+    twosTimer.periodic.get(0).run(); // what the timer runs every HEALTH_INTERVAL
+    two.countEntries().join(); // answered on the same connection after the check's count: that one has landed
+    assertThat(two.size()).isEqualTo(2);
   }
 
   @Test
@@ -257,7 +291,7 @@ class RedisContextUsageStoreTest {
     long start = System.nanoTime();
     assertThatThrownBy(() -> store.take(List.of(A), null).join().usage()).hasCauseInstanceOf(RedisCommandTimeoutException.class);
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(TIMEOUT.plus(SLACK));
-    Thread.sleep(1600);
+    plainConnection().sync().ping(); // a new client's first command waits out the pause: Redis serves again
     // The timed-out take may have run once Redis resumed; either way the entry is used at most once.
     Optional<ContextUsage> after = store.take(List.of(A), null).get(5, TimeUnit.SECONDS).usage();
     store.put(List.of(B), null, USAGE).join();
@@ -267,17 +301,17 @@ class RedisContextUsageStoreTest {
 
   @Test
   void invalidUriIsRejectedWithoutRepeatingThePassword() {
-    assertThatThrownBy(() -> RedisContextUsageStore.parseUri("redis://user:s3cret@"))
+    assertThatThrownBy(() -> RedisConnection.parseUri("redis://user:s3cret@"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageStartingWith("invalid Redis URI redis://***@")
         .message()
         .doesNotContain("s3cret");
-    assertThatThrownBy(() -> RedisContextUsageStore.parseUri("http://user:s3cret@redis:6379"))
+    assertThatThrownBy(() -> RedisConnection.parseUri("http://user:s3cret@redis:6379"))
         .isInstanceOf(IllegalArgumentException.class)
         .message()
         .doesNotContain("s3cret");
-    assertThat(RedisContextUsageStore.parseUri("rediss://default:pw@redis.example:6380/2").isSsl()).isTrue();
-    assertThat(RedisContextUsageStore.parseUri("redis-sentinel://s1:26379,s2:26379/0#mymaster").getSentinelMasterId())
+    assertThat(RedisConnection.parseUri("rediss://default:pw@redis.example:6380/2").isSsl()).isTrue();
+    assertThat(RedisConnection.parseUri("redis-sentinel://s1:26379,s2:26379/0#mymaster").getSentinelMasterId())
         .isEqualTo("mymaster");
   }
 
@@ -322,15 +356,5 @@ class RedisContextUsageStoreTest {
       // failed, as it must while Redis is unreachable
     }
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(limit);
-  }
-
-  private static void awaitValue(Supplier<Long> value, long expected, Duration limit) throws InterruptedException {
-    long deadline = System.nanoTime() + limit.toNanos();
-    while (value.get() != expected) {
-      if (System.nanoTime() > deadline) {
-        assertThat(value.get()).isEqualTo(expected);
-      }
-      Thread.sleep(20);
-    }
   }
 }

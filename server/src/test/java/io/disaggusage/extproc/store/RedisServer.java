@@ -80,6 +80,7 @@ public final class RedisServer implements AutoCloseable {
         slots[i] = i;
       }
       sync.clusterAddSlots(slots);
+      // A bounded poll, on purpose: the cluster state is the redis-server process's to reach, in its own time.
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
       while (!sync.clusterInfo().contains("cluster_state:ok")) {
         if (System.nanoTime() > deadline) {
@@ -172,6 +173,7 @@ public final class RedisServer implements AutoCloseable {
             .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
             .start();
     LIVE.add(process);
+    // A bounded poll, on purpose: a starting redis-server tells nobody when it listens, so this asks.
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
     while (System.nanoTime() < deadline) {
       if (!process.isAlive()) {

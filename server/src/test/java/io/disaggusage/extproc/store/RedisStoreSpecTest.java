@@ -1,5 +1,9 @@
 package io.disaggusage.extproc.store;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -9,10 +13,14 @@ import org.junit.jupiter.api.TestInfo;
 
 /**
  * The store specification against the Redis store on a real redis-server: "another replica" is a second
- * store object on the same Redis, exactly as two service replicas are.
+ * store object on the same Redis, exactly as two service replicas are. Await deadlines run on the
+ * specification's fake clock; entries expire by Redis's own clock.
  */
 class RedisStoreSpecTest extends ContextUsageStoreSpec {
   static RedisServer redis;
+  /** A connection of the test's own, to wait on Redis's clock. */
+  private static RedisClient clockClient;
+  private static StatefulRedisConnection<String, String> redisClock;
 
   private final Map<ContextUsageStore, RedisContextUsageStore.Settings> settings = new HashMap<>();
 
@@ -23,10 +31,15 @@ class RedisStoreSpecTest extends ContextUsageStoreSpec {
   static void startRedis(TestInfo info) throws Exception {
     boolean cluster = OnCluster.class.isAssignableFrom(info.getTestClass().orElseThrow());
     redis = cluster ? RedisServer.startCluster() : RedisServer.start();
+    clockClient = RedisClient.create(redis.uri());
+    redisClock = clockClient.connect();
   }
 
   @AfterAll
   static void stopRedis() throws Exception {
+    if (clockClient != null) {
+      clockClient.shutdown();
+    }
     if (redis != null) {
       redis.close();
     }
@@ -40,7 +53,7 @@ class RedisStoreSpecTest extends ContextUsageStoreSpec {
   @Override
   protected ContextUsageStore open(Duration ttl) {
     RedisContextUsageStore.Settings s = settings(ttl);
-    RedisContextUsageStore store = track(RedisStores.openReady(s, timer));
+    RedisContextUsageStore store = track(RedisStores.openReady(s, timer, clock));
     settings.put(store, s);
     return store;
   }
@@ -48,9 +61,19 @@ class RedisStoreSpecTest extends ContextUsageStoreSpec {
   @Override
   protected ContextUsageStore replicaOf(ContextUsageStore store) {
     RedisContextUsageStore.Settings s = settings.get(store);
-    RedisContextUsageStore replica = track(RedisStores.openReady(s, timer));
+    RedisContextUsageStore replica = track(RedisStores.openReady(s, timer, clock));
     settings.put(replica, s);
     return replica;
+  }
+
+  /**
+   * Redis expires entries by its own clock, which no test can move: besides the fake clock, this blocks
+   * on the server for {@code elapsed}, a BLPOP on a key nobody writes, which times out by that clock.
+   */
+  @Override
+  protected void elapse(Duration elapsed) {
+    super.elapse(elapsed);
+    assertThat(redisClock.sync().blpop(elapsed.toNanos() / 1e9, "spec:clock:never-written")).isNull();
   }
 
   @Override

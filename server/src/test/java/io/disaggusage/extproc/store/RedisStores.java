@@ -18,7 +18,15 @@ public final class RedisStores {
   /** Opens a store and waits until it is ready (connected and subscribed). */
   public static RedisContextUsageStore openReady(
       RedisContextUsageStore.Settings settings, ScheduledExecutorService timer) {
-    RedisContextUsageStore store = RedisContextUsageStore.open(settings, timer);
+    return openReady(settings, timer, ContextWaiters.Deadlines.on(timer));
+  }
+
+  /** Like {@link #openReady(RedisContextUsageStore.Settings, ScheduledExecutorService)}, await deadlines on {@code deadlines}. */
+  static RedisContextUsageStore openReady(
+      RedisContextUsageStore.Settings settings,
+      ScheduledExecutorService timer,
+      ContextWaiters.Deadlines deadlines) {
+    RedisContextUsageStore store = RedisContextUsageStore.open(settings, timer, deadlines);
     try {
       awaitReady(store, Duration.ofSeconds(10));
     } catch (AssertionError e) {
@@ -33,7 +41,11 @@ public final class RedisStores {
     awaitState(store, true, limit);
   }
 
-  /** Waits until {@code store.isReady()} is {@code ready}; fails after {@code limit}. */
+  /**
+   * Waits until {@code store.isReady()} is {@code ready}; fails after {@code limit}. A bounded poll, on
+   * purpose: readiness follows a real Redis process and real sockets, which no fake clock drives, and
+   * nothing is asserted about how long it took.
+   */
   public static void awaitState(ContextUsageStore store, boolean ready, Duration limit) {
     long deadline = System.nanoTime() + limit.toNanos();
     while (store.isReady() != ready) {
@@ -41,7 +53,7 @@ public final class RedisStores {
         throw new AssertionError("store did not become " + (ready ? "ready" : "not ready") + " within " + limit);
       }
       try {
-        Thread.sleep(10);
+        Thread.sleep(10); // the poll's interval, not a guess at an ordering
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new AssertionError(e);
