@@ -7,10 +7,10 @@ import io.disaggusage.extproc.sse.SseEvent;
 import io.disaggusage.extproc.sse.SseFramer;
 import io.disaggusage.extproc.sse.SseItem;
 import io.disaggusage.extproc.sse.SsePassThrough;
+import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,7 +26,7 @@ import java.util.List;
 public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private final JsonUsageRewriter rewriter;
   private final JsonFactory json;
-  private final UsageNames names;
+  private final ApiShape shape;
   private final int maxHeldBytes;
   private final SseFramer framer;
 
@@ -65,10 +65,10 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private String model;
 
   public GenerationSseRewriter(
-      JsonUsageRewriter rewriter, JsonFactory json, UsageNames names, int maxEventBytes, int maxHeldBytes) {
+      JsonUsageRewriter rewriter, JsonFactory json, ApiShape shape, int maxEventBytes, int maxHeldBytes) {
     this.rewriter = rewriter;
     this.json = json;
-    this.names = names;
+    this.shape = shape;
     this.maxHeldBytes = maxHeldBytes;
     this.framer = new SseFramer(maxEventBytes, this::onItem);
   }
@@ -388,14 +388,14 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private void rewrite(SseEvent event) {
     byte[] payload = event.payloadBytes();
     if (context == null) {
-      var own = rewriter.inspect(payload, names);
+      var own = rewriter.inspect(payload, shape);
       if (own != null) {
         record(fallback, new ExchangeReport(fallback, own, false, null));
       }
       emitRaw(event);
       return;
     }
-    JsonUsageRewriter.Result result = rewriter.rewrite(payload, context, names);
+    JsonUsageRewriter.Result result = rewriter.rewrite(payload, context, shape);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       if (r.model() != null) {
         model = r.model();

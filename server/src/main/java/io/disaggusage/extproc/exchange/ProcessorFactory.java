@@ -3,7 +3,7 @@ package io.disaggusage.extproc.exchange;
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
-import io.disaggusage.extproc.usage.UsageNames;
+import io.disaggusage.extproc.usage.ApiShape;
 
 /** The service's body processors, sized by the configured limits. */
 public final class ProcessorFactory implements ResponseProcessors {
@@ -25,9 +25,9 @@ public final class ProcessorFactory implements ResponseProcessors {
   }
 
   @Override
-  public ResponseBodyProcessor generation(boolean eventStream, UsageNames names) {
+  public ResponseBodyProcessor generation(boolean eventStream, ApiShape shape) {
     return eventStream
-        ? new GenerationSseRewriter(rewriter, json, names, limits.maxEventBytes(), limits.maxBodyBytes())
-        : new GenerationJsonRewriter(rewriter, names, limits.maxBodyBytes());
+        ? new GenerationSseRewriter(rewriter, json, shape, limits.maxEventBytes(), limits.maxBodyBytes())
+        : new GenerationJsonRewriter(rewriter, shape, limits.maxBodyBytes());
   }
 }

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.exchange.ContextObserver;
 import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
 import io.disaggusage.extproc.exchange.ResponseProcessors;
-import io.disaggusage.extproc.usage.UsageNames;
+import io.disaggusage.extproc.usage.ApiShape;
 import java.util.function.Consumer;
 
 /**
@@ -33,8 +33,8 @@ public final class UsageRemovingProcessors implements ResponseProcessors {
   }
 
   @Override
-  public ResponseBodyProcessor generation(boolean eventStream, UsageNames names) {
-    ResponseBodyProcessor processor = usual.generation(eventStream, names);
+  public ResponseBodyProcessor generation(boolean eventStream, ApiShape shape) {
+    ResponseBodyProcessor processor = usual.generation(eventStream, shape);
     return eventStream ? new UsageRemovingProcessor(processor, remover(), result) : processor;
   }
 

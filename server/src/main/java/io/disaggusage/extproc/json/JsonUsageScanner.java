@@ -1,6 +1,8 @@
 package io.disaggusage.extproc.json;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Collection;
 
 /**
  * An incremental structural scanner for one JSON document fed in chunks of any size: it tracks
@@ -10,8 +12,8 @@ import java.util.Arrays;
  * values and allocates nothing per byte or chunk (only a copy of each string {@code model} value).
  *
  * <p>A usage slot is the value of the root object's {@code usage} member, or of the {@code usage}
- * member of the root's {@code response} or {@code message} object (the same places
- * {@code UsageDocument} looks).
+ * member of a root member named as a usage container at construction ({@code response},
+ * {@code message}: the same places {@code UsageDocument} looks).
  * {@link #scan} stops right after the byte that starts or ends a usage-slot value, or at a syntax
  * error, and says which through {@link #event()} and {@link #eventIndex()}. The scanner also keeps the
  * raw text of the last string {@code model} member at those places.
@@ -79,15 +81,13 @@ public final class JsonUsageScanner {
   private static final int SLOT_NONE = 0;
   private static final int SLOT_USAGE = 1;
   private static final int SLOT_MODEL = 2;
-  private static final int SLOT_CONTAINER = 3; // the root's response or message object
+  private static final int SLOT_CONTAINER = 3; // a usage container of the root
 
   private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
   private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
   private static final byte[] NULL = {'n', 'u', 'l', 'l'};
   private static final byte[] USAGE = {'u', 's', 'a', 'g', 'e'};
   private static final byte[] MODEL = {'m', 'o', 'd', 'e', 'l'};
-  private static final byte[] RESPONSE = {'r', 'e', 's', 'p', 'o', 'n', 's', 'e'};
-  private static final byte[] MESSAGE = {'m', 'e', 's', 's', 'a', 'g', 'e'};
 
   /** Bytes that continue a string without anything to check: printable ASCII but quote, backslash. */
   private static final boolean[] PLAIN = new boolean[256];
@@ -114,13 +114,14 @@ public final class JsonUsageScanner {
   private int digits;
 
   private int nameBytes; // decoded UTF-8 length of the current name
-  private boolean classify; // the current name may be usage / model / response / message
-  private final byte[] nameHead = new byte[RESPONSE.length];
+  private final byte[][] containers; // names of the root's members that may hold usage and model
+  private boolean classify; // the current name may be usage / model / a container
+  private final byte[] nameHead;
   private int nameHeadLength; // -1 once the name can be none of them
   private int pendingSlot = SLOT_NONE;
 
   private int usageDepth; // depth of the open usage-slot object, 0 when none is open
-  private boolean containerOpen; // the root's response or message object is open (it is at depth 2)
+  private boolean containerOpen; // a usage container of the root is open (it is at depth 2)
 
   private byte[] modelText; // the string being captured, lazily allocated
   private int modelLength; // -1 when the string being captured is too long
@@ -128,6 +129,21 @@ public final class JsonUsageScanner {
 
   private Event event = Event.NONE;
   private int eventIndex = -1;
+
+  /**
+   * A scanner for one document whose usage may also sit in the root members named {@code
+   * usageContainers} (plain ASCII names).
+   */
+  public JsonUsageScanner(Collection<String> usageContainers) {
+    containers = new byte[usageContainers.size()][];
+    int longest = Math.max(USAGE.length, MODEL.length);
+    int k = 0;
+    for (String name : usageContainers) {
+      containers[k] = name.getBytes(StandardCharsets.US_ASCII);
+      longest = Math.max(longest, containers[k++].length);
+    }
+    nameHead = new byte[longest];
+  }
 
   /** What stopped the last {@link #scan}. */
   public Event event() {
@@ -150,8 +166,8 @@ public final class JsonUsageScanner {
   }
 
   /**
-   * The raw bytes between the quotes of the last string-valued {@code model} member seen (root, root
-   * {@code response} or root {@code message}), escapes undecoded; null if none, or if the last one was
+   * The raw bytes between the quotes of the last string-valued {@code model} member seen (root or a
+   * usage container), escapes undecoded; null if none, or if the last one was
    * longer than {@link #MAX_MODEL_BYTES}.
    */
   public byte[] modelText() {
@@ -671,12 +687,13 @@ public final class JsonUsageScanner {
     if (nameHeadLength == MODEL.length && Arrays.equals(nameHead, 0, MODEL.length, MODEL, 0, MODEL.length)) {
       return SLOT_MODEL;
     }
-    if (depth == 1 && nameHeadLength == RESPONSE.length && Arrays.equals(nameHead, RESPONSE)) {
-      return SLOT_CONTAINER;
-    }
-    if (depth == 1 && nameHeadLength == MESSAGE.length
-        && Arrays.equals(nameHead, 0, MESSAGE.length, MESSAGE, 0, MESSAGE.length)) {
-      return SLOT_CONTAINER;
+    if (depth == 1) {
+      for (byte[] container : containers) {
+        if (nameHeadLength == container.length
+            && Arrays.equals(nameHead, 0, container.length, container, 0, container.length)) {
+          return SLOT_CONTAINER;
+        }
+      }
     }
     return SLOT_NONE;
   }

@@ -23,8 +23,8 @@ import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.JsonUsageRewriterFuzzTest;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
-import io.disaggusage.extproc.usage.UsageRule;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -134,7 +134,7 @@ public class ExchangeStreamFuzzTest {
       return;
     }
     ContextUsage c = contextUsage(base);
-    UsageNames names = UsageNames.forPath(gen.path());
+    ApiShape names = ApiShapes.forPath(gen.path());
     JsonUsageRewriter rewriter = new JsonUsageRewriter(JSON, 64 * 1024);
     if (!sse) {
       JsonUsageRewriterFuzzTest.check(body, c, names, 64 * 1024);
@@ -157,7 +157,7 @@ public class ExchangeStreamFuzzTest {
 
   static ContextUsage contextUsage(Vector v) throws Exception {
     byte[] doc = v.context().responseBody();
-    return UsageRule.context(UsageDocument.parse(JSON, doc).usage(), doc).orElseThrow();
+    return ApiShapes.context(UsageDocument.parse(JSON, doc).usage(), doc).orElseThrow();
   }
 
 }

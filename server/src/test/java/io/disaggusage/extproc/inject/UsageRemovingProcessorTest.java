@@ -12,7 +12,7 @@ import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.simulation.envoy.Chunking;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
-import io.disaggusage.extproc.usage.UsageNames;
+import io.disaggusage.extproc.usage.ApiShapes;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -35,7 +35,7 @@ class UsageRemovingProcessorTest {
   final List<UsageRemoval> results = new ArrayList<>();
 
   UsageRemovingProcessor generation() {
-    var rewriter = new GenerationSseRewriter(new JsonUsageRewriter(JSON, 65536), JSON, UsageNames.CHAT, 1 << 16, 1 << 20);
+    var rewriter = new GenerationSseRewriter(new JsonUsageRewriter(JSON, 65536), JSON, ApiShapes.CHAT, 1 << 16, 1 << 20);
     return new UsageRemovingProcessor(rewriter, new UsageEventRemover(JSON, 1 << 16), results::add);
   }
 
