@@ -17,6 +17,11 @@ import java.util.Collection;
  * {@link #scan} stops right after the byte that starts or ends a usage-slot value, or at a syntax
  * error, and says which through {@link #event()} and {@link #eventIndex()}. The scanner also keeps the
  * raw text of the last string {@code model} member at those places.
+ *
+ * <p>A caller that edits a document as it streams (the request rewrite of
+ * {@code streaming.inject_include_usage}) also hears about the top levels' structure through a
+ * {@link Structure}: member names at the root and in the containers, where values start, where
+ * literals end and where containers close. Without one, none of that costs anything.
  */
 public final class JsonUsageScanner {
 
@@ -33,6 +38,31 @@ public final class JsonUsageScanner {
     /** The byte at {@link #eventIndex()} makes the document malformed; the scanner is done. */
     ERROR
   }
+
+  /**
+   * The top levels of the document as they are read, each call made while the byte it names is
+   * scanned. Depths count the containers open before the value (a root member's value is at depth 1);
+   * indexes are into the array given to {@link #scan}.
+   */
+  public interface Structure {
+    /**
+     * A member name of the root (depth 1) or of a container (depth 2) ended, escapes decoded; null when
+     * longer than {@link #MAX_REPORTED_NAME} or not plain ASCII.
+     */
+    void memberName(int depth, String name);
+
+    /** A value at depth 1 or 2 starts with byte {@code first} at {@code index}. */
+    void valueStart(int depth, int first, int index);
+
+    /** A {@code true}/{@code false}/{@code null} literal at depth 1 or 2 ended before {@code end}. */
+    void literalEnd(int depth, int first, int end);
+
+    /** The bracket at {@code index} closed a container; {@code depth} is the depth after it (0: the root). */
+    void containerEnd(int depth, int index);
+  }
+
+  /** Longest member name told to a {@link Structure}; longer ones are reported as null. */
+  public static final int MAX_REPORTED_NAME = 32;
 
   /** Jackson's {@code StreamReadConstraints} as the service configures them (UsageDocument). */
   public static final int MAX_DEPTH = 1000;
@@ -115,6 +145,7 @@ public final class JsonUsageScanner {
 
   private int nameBytes; // decoded UTF-8 length of the current name
   private final byte[][] containers; // names of the root's members that may hold usage and model
+  private final Structure structure; // null when nobody listens
   private boolean classify; // the current name may be usage / model / a container
   private final byte[] nameHead;
   private int nameHeadLength; // -1 once the name can be none of them
@@ -135,14 +166,21 @@ public final class JsonUsageScanner {
    * usageContainers} (plain ASCII names).
    */
   public JsonUsageScanner(Collection<String> usageContainers) {
-    containers = new byte[usageContainers.size()][];
-    int longest = Math.max(USAGE.length, MODEL.length);
+    this(usageContainers, null);
+  }
+
+  /**
+   * A scanner that also tells {@code structure} about the root and the objects of the root members
+   * named {@code containers} (plain ASCII names, at most {@link #MAX_REPORTED_NAME} bytes).
+   */
+  public JsonUsageScanner(Collection<String> containers, Structure structure) {
+    this.containers = new byte[containers.size()][];
     int k = 0;
-    for (String name : usageContainers) {
-      containers[k] = name.getBytes(StandardCharsets.US_ASCII);
-      longest = Math.max(longest, containers[k++].length);
+    for (String name : containers) {
+      this.containers[k++] = name.getBytes(StandardCharsets.US_ASCII);
     }
-    nameHead = new byte[longest];
+    this.structure = structure;
+    this.nameHead = new byte[MAX_REPORTED_NAME];
   }
 
   /** What stopped the last {@link #scan}. */
@@ -253,6 +291,9 @@ public final class JsonUsageScanner {
           } else {
             int slot = pendingSlot;
             pendingSlot = SLOT_NONE;
+            if (structure != null && depth <= 2) {
+              structure.valueStart(depth, c, i);
+            }
             if (!startValue(c, slot)) {
               return fail(i);
             }
@@ -355,6 +396,9 @@ public final class JsonUsageScanner {
           }
           if (++literalPos == literal.length) {
             state = AFTER_VALUE;
+            if (structure != null && depth <= 2) {
+              structure.literalEnd(depth, literal[0], i + 1);
+            }
           }
           i++;
         }
@@ -522,6 +566,9 @@ public final class JsonUsageScanner {
     }
     depth--;
     state = depth == 0 ? END : AFTER_VALUE;
+    if (structure != null && depth <= 1) {
+      structure.containerEnd(depth, i);
+    }
     if (usageEnds) {
       event = Event.USAGE_OBJECT_END;
       eventIndex = i;
@@ -669,6 +716,10 @@ public final class JsonUsageScanner {
     switch (kind) {
       case KIND_NAME -> {
         pendingSlot = classify ? slotOf() : SLOT_NONE;
+        if (classify && structure != null) {
+          structure.memberName(
+              depth, nameHeadLength < 0 ? null : new String(nameHead, 0, nameHeadLength, StandardCharsets.US_ASCII));
+        }
         state = COLON;
       }
       case KIND_MODEL -> {

@@ -277,4 +277,58 @@ class JsonUsageScannerTest {
     assertThat(wellFormed).isGreaterThan(1000);
     assertThat(malformed).isGreaterThan(1000);
   }
+
+  @Test
+  void tellsAStructureTheTopLevelsNamesDecodedAndPositionsInAnyChunking() {
+    String doc = "{\"a\\u0062\":{\"c\":[true,{\"deep\":1}]},\"" + "n".repeat(40) + "\":null,\"é\":2}";
+    byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
+    List<String> expected =
+        List.of(
+            "name 1 ab",
+            "start 1 { @11",
+            "name 2 c",
+            "start 2 [ @16",
+            "close 1 @33",
+            "name 1 null",
+            "start 1 n @78",
+            "literal 1 n end 82",
+            "name 1 null",
+            "start 1 2 @88",
+            "close 0 @89");
+    for (int step : new int[] {1, 3, bytes.length}) {
+      List<String> events = new ArrayList<>();
+      JsonUsageScanner s = new JsonUsageScanner(List.of("ab"), new Recorder(events));
+      for (int from = 0; from < bytes.length; from += step) {
+        int to = Math.min(bytes.length, from + step);
+        for (int i = from; i < to; ) {
+          i = s.scan(bytes, i, to);
+        }
+      }
+      assertThat(s.complete()).isTrue();
+      assertThat(events).as("step %d", step).isEqualTo(expected);
+    }
+  }
+
+  /** Writes down every structure event. */
+  private record Recorder(List<String> events) implements JsonUsageScanner.Structure {
+    @Override
+    public void memberName(int depth, String name) {
+      events.add("name " + depth + " " + name);
+    }
+
+    @Override
+    public void valueStart(int depth, int first, int index) {
+      events.add("start " + depth + " " + (char) first + " @" + index);
+    }
+
+    @Override
+    public void literalEnd(int depth, int first, int end) {
+      events.add("literal " + depth + " " + (char) first + " end " + end);
+    }
+
+    @Override
+    public void containerEnd(int depth, int index) {
+      events.add("close " + depth + " @" + index);
+    }
+  }
 }
