@@ -9,7 +9,6 @@ import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.inject.IncludeUsageInjector;
 import io.disaggusage.extproc.inject.InjectionOutcome;
 import io.disaggusage.extproc.inject.UsageRemoval;
-import io.disaggusage.extproc.inject.UsageRemovingProcessors;
 import io.disaggusage.extproc.usage.ApiShapes;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
@@ -162,10 +161,6 @@ final class UsageInjection {
 
   /** The response body processors that take the usage event out. */
   ResponseProcessors processors() {
-    return new UsageRemovingProcessors(
-        services.processors(),
-        services.json(),
-        services.config().limits().maxEventBytes(),
-        services.metrics()::injectedUsageEvent);
+    return services.processors().removingInjectedUsage(services.metrics()::injectedUsageEvent);
   }
 }
