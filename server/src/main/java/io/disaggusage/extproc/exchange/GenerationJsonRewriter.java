@@ -4,11 +4,11 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import io.disaggusage.extproc.json.JsonUsageScanner;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.ApiShape;
-import io.disaggusage.extproc.usage.ApiShapes;
 import java.io.IOException;
 import java.util.Arrays;
 

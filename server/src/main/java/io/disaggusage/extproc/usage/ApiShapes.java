@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.usage;
 
-import io.disaggusage.extproc.json.JsonObjectView;
 import io.disaggusage.extproc.json.JsonObjectView.Member;
+import io.disaggusage.extproc.json.JsonObjectView;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;

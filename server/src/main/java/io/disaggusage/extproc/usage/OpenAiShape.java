@@ -1,8 +1,8 @@
 package io.disaggusage.extproc.usage;
 
 import io.disaggusage.extproc.json.ByteEdits;
-import io.disaggusage.extproc.json.JsonObjectView;
 import io.disaggusage.extproc.json.JsonObjectView.Member;
+import io.disaggusage.extproc.json.JsonObjectView;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;

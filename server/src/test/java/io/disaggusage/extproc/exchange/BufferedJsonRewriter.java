@@ -1,9 +1,9 @@
 package io.disaggusage.extproc.exchange;
 
+import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.ApiShape;
 import java.io.ByteArrayOutputStream;
 
 /**

@@ -2,11 +2,11 @@ package io.disaggusage.extproc.exchange;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.ApiShape;
-import io.disaggusage.extproc.usage.ApiShapes;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;

@@ -3,10 +3,10 @@ package io.disaggusage.extproc.exchange;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.scenario.Wire;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.ApiShapes;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
