@@ -15,20 +15,61 @@ import java.util.Set;
  * {@code cached_tokens}, a completion count and {@code total_tokens}. Prompt accounting comes from the
  * context worker ({@code C}), completion accounting from the generation worker ({@code G}), the total
  * is recomputed. Values that already match are left alone, so the rule is idempotent and an engine that
- * already corrected its usage comes out byte-identical. Subclasses name the members.
+ * already corrected its usage comes out byte-identical. Subclasses name the members, the paths and
+ * the usage containers. A usage object of this shape is recognised by its prompt member.
  */
 abstract class OpenAiShape implements ApiShape {
   static final String TOTAL = "total_tokens";
   static final String CACHED = "cached_tokens";
 
+  private final String pathSuffix;
+  private final Set<String> usageContainers;
+  private final boolean injectsIncludeUsage;
   private final String prompt;
   private final String promptDetails;
   private final String completion;
 
-  OpenAiShape(String prompt, String promptDetails, String completion) {
+  /**
+   * @param pathSuffix how the paths served end
+   * @param usageContainers see {@link ApiShape#usageContainers}
+   * @param injectsIncludeUsage see {@link ApiShape#injectsIncludeUsage}
+   * @param prompt the prompt count member
+   * @param promptDetails the details member holding {@code cached_tokens}
+   * @param completion the completion count member
+   */
+  OpenAiShape(
+      String pathSuffix,
+      Set<String> usageContainers,
+      boolean injectsIncludeUsage,
+      String prompt,
+      String promptDetails,
+      String completion) {
+    this.pathSuffix = pathSuffix;
+    this.usageContainers = usageContainers;
+    this.injectsIncludeUsage = injectsIncludeUsage;
     this.prompt = prompt;
     this.promptDetails = promptDetails;
     this.completion = completion;
+  }
+
+  @Override
+  public boolean serves(String path) {
+    return path.endsWith(pathSuffix);
+  }
+
+  @Override
+  public Set<String> usageContainers() {
+    return usageContainers;
+  }
+
+  @Override
+  public boolean recognises(Set<String> usageMembers) {
+    return usageMembers.contains(prompt);
+  }
+
+  @Override
+  public boolean injectsIncludeUsage() {
+    return injectsIncludeUsage;
   }
 
   @Override
