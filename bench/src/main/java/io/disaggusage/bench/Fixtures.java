@@ -7,9 +7,10 @@ import io.disaggusage.extproc.config.ConfigException;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.rewrite.ProcessorFactory;
 import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.math.BigInteger;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +20,7 @@ public final class Fixtures {
   /** Above the largest benchmarked body, so every size is rewritten rather than passed as oversize. */
   public static final int MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-  public static final UsageNames CHAT = UsageNames.forPath("/v1/chat/completions");
+  public static final ApiShape CHAT = ApiShapes.forPath("/v1/chat/completions");
 
   /** The context worker's usage ({@link Bodies#CONTEXT_USAGE}). */
   public static final ContextUsage CONTEXT =

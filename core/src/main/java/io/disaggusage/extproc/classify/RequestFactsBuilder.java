@@ -1,9 +1,9 @@
 package io.disaggusage.extproc.classify;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageRule;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -260,7 +260,7 @@ final class RequestFactsBuilder {
     doc[doc.length - 1] = '}';
     try {
       var parsed = UsageDocument.parse(json, doc);
-      return parsed.usage() == null ? null : UsageRule.context(parsed.usage(), doc).orElse(null);
+      return parsed.usage() == null ? null : ApiShapes.context(parsed.usage(), doc).orElse(null);
     } catch (UsageDocument.MalformedException e) {
       return null;
     }

@@ -1,6 +1,8 @@
 package io.disaggusage.extproc.inject;
 
+import io.disaggusage.extproc.json.JsonUsageScanner;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
  * Makes a streaming OpenAI request ask for usage, as its body streams through: every byte is kept as
@@ -29,9 +31,12 @@ import java.nio.charset.StandardCharsets;
  * it for good if the request ended with trailers (Envoy then sends no end-of-stream body message to
  * carry it).
  *
+ * <p>The body is read by the service's JSON scanner ({@link JsonUsageScanner}), which checks the syntax
+ * as strictly as Jackson does: a body Jackson would reject (broken UTF-8 included) is malformed here.
+ *
  * <p>Not thread-safe: one instance per request body.
  */
-public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
+public final class IncludeUsageInjector implements JsonUsageScanner.Structure {
 
   /**
    * Tells the injector, once the whole request object has been read, whether the exchange is a leg
@@ -63,7 +68,8 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   private enum Options { ABSENT, OBJECT, NULL, INVALID }
 
   private final int maxHeldBytes;
-  private final RequestJsonLexer lexer = new RequestJsonLexer(this);
+  /** Reports the root's members and those of its {@code stream_options} object. */
+  private final JsonUsageScanner scanner = new JsonUsageScanner(List.of("stream_options"), this);
   private LegProbe probe;
 
   // Facts read so far.
@@ -108,16 +114,18 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
     try {
       this.probe = probe;
       router.begin(chunk);
-      for (int i = 0; i < chunk.length && !stopped; i++) {
-        if (!lexer.feed(chunk[i], base + i)) {
-          router.route(i);
+      int i = 0;
+      while (i < chunk.length && !stopped) {
+        i = scanner.scan(chunk, i, chunk.length);
+        if (scanner.event() == JsonUsageScanner.Event.ERROR) {
+          router.route(scanner.eventIndex());
           giveUp(InjectionOutcome.MALFORMED);
         }
       }
       router.route(chunk.length);
       checkHeld();
       if (end) {
-        if (!stopped && !lexer.end()) {
+        if (!stopped && !scanner.complete()) {
           giveUp(InjectionOutcome.MALFORMED); // truncated, or not one JSON value
         }
         outcome = verdict;
@@ -169,10 +177,13 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Lexer events
+  // Scanner events: indexes into the chunk being read, made absolute; ignored once given up.
 
   @Override
   public void memberName(int depth, String name) {
+    if (stopped) {
+      return;
+    }
     if (depth == 1) {
       rootHasMembers = true;
       member = key(name);
@@ -197,14 +208,11 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   }
 
   @Override
-  public void valueStart(int depth, byte first, long pos) {
-    if (depth == 0) {
-      if (first != '{') {
-        router.route(index(pos));
-        giveUp(InjectionOutcome.MALFORMED); // not a JSON object: not an OpenAI request
-      }
+  public void valueStart(int depth, int first, int index) {
+    if (stopped) {
       return;
     }
+    long pos = base + index;
     if (depth == 1) {
       switch (member) {
         case STREAM -> streamTrue = false; // set by the literal's end when it is true
@@ -222,7 +230,7 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
     }
   }
 
-  private void optionsValue(byte first, long pos) {
+  private void optionsValue(int first, long pos) {
     if (options != Options.ABSENT) {
       // Parsers disagree on which of two keys counts; whatever was decided must not stand.
       router.route(index(pos));
@@ -241,7 +249,11 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   }
 
   @Override
-  public void literalEnd(int depth, byte first, long end) {
+  public void literalEnd(int depth, int first, int index) {
+    if (stopped) {
+      return;
+    }
+    long end = base + index;
     if (depth == 1 && member == Key.STREAM) {
       streamTrue = first == 't';
     } else if (depth == 2 && optionsOpen && optionsMember == Key.INCLUDE_USAGE) {
@@ -253,7 +265,11 @@ public final class IncludeUsageInjector implements RequestJsonLexer.Listener {
   }
 
   @Override
-  public void containerEnd(int depth, long pos) {
+  public void containerEnd(int depth, int index) {
+    if (stopped) {
+      return;
+    }
+    long pos = base + index;
     if (depth == 1 && optionsOpen) {
       optionsOpen = false;
       if (!wantsEdit()) {

@@ -1,6 +1,8 @@
 package io.disaggusage.extproc.json;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Collection;
 
 /**
  * An incremental structural scanner for one JSON document fed in chunks of any size: it tracks
@@ -10,11 +12,16 @@ import java.util.Arrays;
  * values and allocates nothing per byte or chunk (only a copy of each string {@code model} value).
  *
  * <p>A usage slot is the value of the root object's {@code usage} member, or of the {@code usage}
- * member of the root's {@code response} or {@code message} object (the same places
- * {@code UsageDocument} looks).
+ * member of a root member named as a usage container at construction ({@code response},
+ * {@code message}: the same places {@code UsageDocument} looks).
  * {@link #scan} stops right after the byte that starts or ends a usage-slot value, or at a syntax
  * error, and says which through {@link #event()} and {@link #eventIndex()}. The scanner also keeps the
  * raw text of the last string {@code model} member at those places.
+ *
+ * <p>A caller that edits a document as it streams (the request rewrite of
+ * {@code streaming.inject_include_usage}) also hears about the top levels' structure through a
+ * {@link Structure}: member names at the root and in the containers, where values start, where
+ * literals end and where containers close. Without one, none of that costs anything.
  */
 public final class JsonUsageScanner {
 
@@ -31,6 +38,31 @@ public final class JsonUsageScanner {
     /** The byte at {@link #eventIndex()} makes the document malformed; the scanner is done. */
     ERROR
   }
+
+  /**
+   * The top levels of the document as they are read, each call made while the byte it names is
+   * scanned. Depths count the containers open before the value (a root member's value is at depth 1);
+   * indexes are into the array given to {@link #scan}.
+   */
+  public interface Structure {
+    /**
+     * A member name of the root (depth 1) or of a container (depth 2) ended, escapes decoded; null when
+     * longer than {@link #MAX_REPORTED_NAME} or not plain ASCII.
+     */
+    void memberName(int depth, String name);
+
+    /** A value at depth 1 or 2 starts with byte {@code first} at {@code index}. */
+    void valueStart(int depth, int first, int index);
+
+    /** A {@code true}/{@code false}/{@code null} literal at depth 1 or 2 ended before {@code end}. */
+    void literalEnd(int depth, int first, int end);
+
+    /** The bracket at {@code index} closed a container; {@code depth} is the depth after it (0: the root). */
+    void containerEnd(int depth, int index);
+  }
+
+  /** Longest member name told to a {@link Structure}; longer ones are reported as null. */
+  public static final int MAX_REPORTED_NAME = 32;
 
   /** Jackson's {@code StreamReadConstraints} as the service configures them (UsageDocument). */
   public static final int MAX_DEPTH = 1000;
@@ -79,15 +111,13 @@ public final class JsonUsageScanner {
   private static final int SLOT_NONE = 0;
   private static final int SLOT_USAGE = 1;
   private static final int SLOT_MODEL = 2;
-  private static final int SLOT_CONTAINER = 3; // the root's response or message object
+  private static final int SLOT_CONTAINER = 3; // a usage container of the root
 
   private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
   private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
   private static final byte[] NULL = {'n', 'u', 'l', 'l'};
   private static final byte[] USAGE = {'u', 's', 'a', 'g', 'e'};
   private static final byte[] MODEL = {'m', 'o', 'd', 'e', 'l'};
-  private static final byte[] RESPONSE = {'r', 'e', 's', 'p', 'o', 'n', 's', 'e'};
-  private static final byte[] MESSAGE = {'m', 'e', 's', 's', 'a', 'g', 'e'};
 
   /** Bytes that continue a string without anything to check: printable ASCII but quote, backslash. */
   private static final boolean[] PLAIN = new boolean[256];
@@ -114,13 +144,15 @@ public final class JsonUsageScanner {
   private int digits;
 
   private int nameBytes; // decoded UTF-8 length of the current name
-  private boolean classify; // the current name may be usage / model / response / message
-  private final byte[] nameHead = new byte[RESPONSE.length];
+  private final byte[][] containers; // names of the root's members that may hold usage and model
+  private final Structure structure; // null when nobody listens
+  private boolean classify; // the current name may be usage / model / a container
+  private final byte[] nameHead;
   private int nameHeadLength; // -1 once the name can be none of them
   private int pendingSlot = SLOT_NONE;
 
   private int usageDepth; // depth of the open usage-slot object, 0 when none is open
-  private boolean containerOpen; // the root's response or message object is open (it is at depth 2)
+  private boolean containerOpen; // a usage container of the root is open (it is at depth 2)
 
   private byte[] modelText; // the string being captured, lazily allocated
   private int modelLength; // -1 when the string being captured is too long
@@ -128,6 +160,28 @@ public final class JsonUsageScanner {
 
   private Event event = Event.NONE;
   private int eventIndex = -1;
+
+  /**
+   * A scanner for one document whose usage may also sit in the root members named {@code
+   * usageContainers} (plain ASCII names).
+   */
+  public JsonUsageScanner(Collection<String> usageContainers) {
+    this(usageContainers, null);
+  }
+
+  /**
+   * A scanner that also tells {@code structure} about the root and the objects of the root members
+   * named {@code containers} (plain ASCII names, at most {@link #MAX_REPORTED_NAME} bytes).
+   */
+  public JsonUsageScanner(Collection<String> containers, Structure structure) {
+    this.containers = new byte[containers.size()][];
+    int k = 0;
+    for (String name : containers) {
+      this.containers[k++] = name.getBytes(StandardCharsets.US_ASCII);
+    }
+    this.structure = structure;
+    this.nameHead = new byte[MAX_REPORTED_NAME];
+  }
 
   /** What stopped the last {@link #scan}. */
   public Event event() {
@@ -150,8 +204,8 @@ public final class JsonUsageScanner {
   }
 
   /**
-   * The raw bytes between the quotes of the last string-valued {@code model} member seen (root, root
-   * {@code response} or root {@code message}), escapes undecoded; null if none, or if the last one was
+   * The raw bytes between the quotes of the last string-valued {@code model} member seen (root or a
+   * usage container), escapes undecoded; null if none, or if the last one was
    * longer than {@link #MAX_MODEL_BYTES}.
    */
   public byte[] modelText() {
@@ -237,6 +291,9 @@ public final class JsonUsageScanner {
           } else {
             int slot = pendingSlot;
             pendingSlot = SLOT_NONE;
+            if (structure != null && depth <= 2) {
+              structure.valueStart(depth, c, i);
+            }
             if (!startValue(c, slot)) {
               return fail(i);
             }
@@ -339,6 +396,9 @@ public final class JsonUsageScanner {
           }
           if (++literalPos == literal.length) {
             state = AFTER_VALUE;
+            if (structure != null && depth <= 2) {
+              structure.literalEnd(depth, literal[0], i + 1);
+            }
           }
           i++;
         }
@@ -506,6 +566,9 @@ public final class JsonUsageScanner {
     }
     depth--;
     state = depth == 0 ? END : AFTER_VALUE;
+    if (structure != null && depth <= 1) {
+      structure.containerEnd(depth, i);
+    }
     if (usageEnds) {
       event = Event.USAGE_OBJECT_END;
       eventIndex = i;
@@ -653,6 +716,10 @@ public final class JsonUsageScanner {
     switch (kind) {
       case KIND_NAME -> {
         pendingSlot = classify ? slotOf() : SLOT_NONE;
+        if (classify && structure != null) {
+          structure.memberName(
+              depth, nameHeadLength < 0 ? null : new String(nameHead, 0, nameHeadLength, StandardCharsets.US_ASCII));
+        }
         state = COLON;
       }
       case KIND_MODEL -> {
@@ -671,12 +738,13 @@ public final class JsonUsageScanner {
     if (nameHeadLength == MODEL.length && Arrays.equals(nameHead, 0, MODEL.length, MODEL, 0, MODEL.length)) {
       return SLOT_MODEL;
     }
-    if (depth == 1 && nameHeadLength == RESPONSE.length && Arrays.equals(nameHead, RESPONSE)) {
-      return SLOT_CONTAINER;
-    }
-    if (depth == 1 && nameHeadLength == MESSAGE.length
-        && Arrays.equals(nameHead, 0, MESSAGE.length, MESSAGE, 0, MESSAGE.length)) {
-      return SLOT_CONTAINER;
+    if (depth == 1) {
+      for (byte[] container : containers) {
+        if (nameHeadLength == container.length
+            && Arrays.equals(nameHead, 0, container.length, container, 0, container.length)) {
+          return SLOT_CONTAINER;
+        }
+      }
     }
     return SLOT_NONE;
   }

@@ -2,9 +2,9 @@ package io.disaggusage.extproc.rewrite;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.json.JsonUsageScanner;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageRule;
 import java.io.ByteArrayOutputStream;
 import java.util.List;
 
@@ -17,7 +17,7 @@ import java.util.List;
 public final class ContextJsonObserver extends ForwardingContextObserver {
   private final JsonFactory factory;
   private final int maxBodyBytes;
-  private final JsonUsageScanner scanner = new JsonUsageScanner();
+  private final JsonUsageScanner scanner = new JsonUsageScanner(ApiShapes.usageContainers());
   private ByteArrayOutputStream copy = new ByteArrayOutputStream(4096);
   private boolean rootClosed;
   private ContextObservation observation =
@@ -85,10 +85,10 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
     } catch (UsageDocument.MalformedException e) {
       return new ContextObservation(null, List.of(), null, Outcome.PARSE_ERROR);
     }
-    if (parsed.usage() == null || (promptlessIsNoUsage && !UsageRule.statesPrompt(parsed.usage()))) {
+    if (parsed.usage() == null || (promptlessIsNoUsage && !ApiShapes.statesPrompt(parsed.usage()))) {
       return new ContextObservation(null, parsed.contextIds(), parsed.model(), Outcome.NO_USAGE);
     }
-    ContextUsage usage = UsageRule.context(parsed.usage(), doc).orElse(null);
+    ContextUsage usage = ApiShapes.context(parsed.usage(), doc).orElse(null);
     return new ContextObservation(
         usage,
         parsed.contextIds(),

@@ -4,7 +4,8 @@ import io.disaggusage.extproc.usage.ContextUsage;
 
 /**
  * The common part of the context-leg observers: every chunk is forwarded unchanged at once (nothing
- * is ever held, nothing waits for context usage); subclasses only read what passes.
+ * waits for context usage); subclasses read what passes, and one that takes bytes out of the stream
+ * says what goes out instead ({@link #forwarded}).
  */
 abstract class ForwardingContextObserver implements ContextObserver {
   private byte[] ready = Bytes.EMPTY;
@@ -12,16 +13,19 @@ abstract class ForwardingContextObserver implements ContextObserver {
 
   @Override
   public final void accept(byte[] chunk) {
-    ready = Bytes.concat(ready, chunk);
-    if (!abandoned) {
-      observe(chunk);
+    if (abandoned) {
+      ready = Bytes.concat(ready, chunk);
+      return;
     }
+    observe(chunk);
+    ready = Bytes.concat(ready, forwarded(chunk));
   }
 
   @Override
   public final void finish() {
     if (!abandoned) {
       observeEnd();
+      ready = Bytes.concat(ready, forwarded(Bytes.EMPTY));
     }
   }
 
@@ -30,6 +34,19 @@ abstract class ForwardingContextObserver implements ContextObserver {
 
   /** The body ended. */
   protected abstract void observeEnd();
+
+  /**
+   * What goes out after {@code chunk} was observed (after the end: {@code chunk} is empty): the chunk
+   * itself, unless the subclass keeps bytes back or takes some out.
+   */
+  protected byte[] forwarded(byte[] chunk) {
+    return chunk;
+  }
+
+  /** The observer is abandoned: the bytes it kept back, to go out unchanged. */
+  protected byte[] keptBack() {
+    return Bytes.EMPTY;
+  }
 
   @Override
   public final byte[] takeReady() {
@@ -53,7 +70,10 @@ abstract class ForwardingContextObserver implements ContextObserver {
 
   @Override
   public final byte[] abandon() {
-    abandoned = true;
+    if (!abandoned) {
+      abandoned = true;
+      ready = Bytes.concat(ready, keptBack());
+    }
     return takeReady();
   }
 

@@ -4,10 +4,11 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import io.disaggusage.extproc.json.JsonUsageScanner;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.IOException;
 import java.util.Arrays;
 
@@ -38,10 +39,10 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
   }
 
   private final JsonUsageRewriter rewriter;
-  private final UsageNames names;
+  private final ApiShape shape;
   private final int maxUsageBytes;
   private final int maxHeldBytes;
-  private final JsonUsageScanner scanner = new JsonUsageScanner();
+  private final JsonUsageScanner scanner = new JsonUsageScanner(ApiShapes.usageContainers());
   private final ReadyBytes ready = new ReadyBytes();
 
   private Mode mode = Mode.FORWARD;
@@ -64,9 +65,9 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
   private byte[] modelText;
   private String model;
 
-  public GenerationJsonRewriter(JsonUsageRewriter rewriter, UsageNames names, int maxBodyBytes) {
+  public GenerationJsonRewriter(JsonUsageRewriter rewriter, ApiShape shape, int maxBodyBytes) {
     this.rewriter = rewriter;
-    this.names = names;
+    this.shape = shape;
     this.maxUsageBytes = rewriter.maxUsageBytes();
     this.maxHeldBytes = maxBodyBytes;
   }
@@ -213,7 +214,7 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
     byte[] out;
     try {
       if (context == null) {
-        figures = rewriter.inspectObject(held, usageLength, names);
+        figures = rewriter.inspectObject(held, usageLength, shape);
         outcome = fallback;
         out = Arrays.copyOf(held, heldLength);
       } else {
@@ -232,7 +233,7 @@ public final class GenerationJsonRewriter implements ResponseBodyProcessor {
   }
 
   private byte[] rewrite() {
-    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, context, names);
+    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, context, shape);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       outcome = Outcome.REWRITTEN;
       figures = r.figures();

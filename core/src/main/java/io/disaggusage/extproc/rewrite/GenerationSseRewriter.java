@@ -1,16 +1,17 @@
 package io.disaggusage.extproc.rewrite;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.inject.InjectedUsageEvents;
 import io.disaggusage.extproc.json.ByteEdits;
 import io.disaggusage.extproc.sse.ByteSearch;
 import io.disaggusage.extproc.sse.SseEvent;
 import io.disaggusage.extproc.sse.SseFramer;
 import io.disaggusage.extproc.sse.SseItem;
 import io.disaggusage.extproc.sse.SsePassThrough;
+import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,13 +23,19 @@ import java.util.List;
  * after it are held — content before it is never delayed — until the usage lands or the caller gives
  * up ({@link #resolveContext} with null). Held bytes are bounded by {@code maxHeldBytes}; beyond it
  * they are released unmodified and the exchange counts as oversize.
+ *
+ * <p>For a request the service made ask for usage, the usage-only events that caused are read as
+ * usual and then left out of what is forwarded ({@link InjectedUsageEvents}); the start of an event
+ * still being received then goes out early only once it is certain not to be one.
  */
 public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private final JsonUsageRewriter rewriter;
   private final JsonFactory json;
-  private final UsageNames names;
+  private final ApiShape shape;
   private final int maxHeldBytes;
   private final SseFramer framer;
+  /** Takes out the usage-only events an injected {@code include_usage} caused; null when none are. */
+  private final InjectedUsageEvents injected;
 
   /**
    * Items released since the last {@link #takeReady}: their own (immutable) arrays, joined once when
@@ -44,6 +51,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private long partialStart = -1;
   private long alreadyReleased;
   private boolean partialStopped;
+  private boolean partialNotUsageOnly; // known not to be a usage-only event (always, without injection)
   private final byte[] tail = new byte[USAGE_KEY.length - 1];
   private int partialTail;
   private long heldBytes;
@@ -65,11 +73,24 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   private String model;
 
   public GenerationSseRewriter(
-      JsonUsageRewriter rewriter, JsonFactory json, UsageNames names, int maxEventBytes, int maxHeldBytes) {
+      JsonUsageRewriter rewriter, JsonFactory json, ApiShape shape, int maxEventBytes, int maxHeldBytes) {
+    this(rewriter, json, shape, maxEventBytes, maxHeldBytes, null);
+  }
+
+  /** A rewriter that also takes out the usage-only events {@code injected} names (null: none). */
+  public GenerationSseRewriter(
+      JsonUsageRewriter rewriter,
+      JsonFactory json,
+      ApiShape shape,
+      int maxEventBytes,
+      int maxHeldBytes,
+      InjectedUsageEvents injected) {
     this.rewriter = rewriter;
     this.json = json;
-    this.names = names;
+    this.shape = shape;
     this.maxHeldBytes = maxHeldBytes;
+    this.injected = injected;
+    this.partialNotUsageOnly = injected == null;
     this.framer = new SseFramer(maxEventBytes, this::onItem);
   }
 
@@ -110,16 +131,25 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     return straddlingUsageKey(chunk, 0, chunk.length, partial == 0 ? 0 : partialTail) < 0;
   }
 
-  /** Releases {@code chunk[0, length)}, just skimmed, and notes how much of the partial event went out. */
+  /**
+   * Releases {@code chunk[0, length)}, just skimmed, and notes how much of the partial event went out;
+   * the start of a partial event that may still be a usage-only event is kept back instead.
+   */
   private void releaseSkimmed(byte[] chunk, int length) {
+    int partial = framer.heldBytes();
+    notePartialEvent();
+    int inChunk = Math.min(partial, length);
+    if (inChunk > 0 && !partialMayGo(chunk, length - inChunk, length)) {
+      partialStopped = true;
+      length -= inChunk; // an event that began in this chunk: none of it has gone out
+      partial = 0;
+      inChunk = 0;
+    }
     if (length > 0) {
       ready.add(length == chunk.length ? chunk : java.util.Arrays.copyOfRange(chunk, 0, length));
       readyBytes += length;
     }
-    int partial = framer.heldBytes();
-    notePartialEvent();
     alreadyReleased = partial;
-    int inChunk = Math.min(partial, length);
     if (inChunk > 0) {
       rememberTail(chunk, length - inChunk, inChunk);
     }
@@ -146,6 +176,10 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     }
     int offset = start + (int) (from - chunkStart);
     int length = chunk.length - offset;
+    if (!partialMayGo(chunk, offset, chunk.length)) {
+      partialStopped = true; // it may be a usage-only event: all of it waits for its end
+      return;
+    }
     int usage = indexOfUsageKey(chunk, offset, length);
     int safe = usage < 0 ? length : usage;
     if (usage >= 0 && usage < partialTail) {
@@ -175,8 +209,23 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       partialStart = heldStart;
       partialStopped = false;
       partialTail = 0;
+      partialNotUsageOnly = injected == null;
+      if (injected != null) {
+        injected.eventStarts();
+      }
     }
     return heldStart;
+  }
+
+  /**
+   * Whether the start of the event being received may go out before it completes: not while it may
+   * still be a usage-only event to take out. {@code chunk[from, to)} are its next bytes, read once.
+   */
+  private boolean partialMayGo(byte[] chunk, int from, int to) {
+    if (!partialNotUsageOnly) {
+      partialNotUsageOnly = injected.startIsNotUsageOnly(chunk, from, to);
+    }
+    return partialNotUsageOnly;
   }
 
   private static final byte[] USAGE_KEY = {'"', 'u', 's', 'a', 'g', 'e', '"'};
@@ -235,14 +284,21 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     framer.finish();
   }
 
+  /**
+   * {@inheritDoc} None while usage-only events are taken out: the client asked for no usage, and the
+   * one event that would carry it does not reach it.
+   */
   @Override
   public int usageReleased() {
-    return usageEventsTaken;
+    return injected == null ? usageEventsTaken : 0;
   }
 
   @Override
   public byte[] takeReady() {
     usageEventsTaken = usageEventsReleased;
+    if (injected != null && finished && held.isEmpty()) {
+      injected.ended(); // everything the engine sent has come through
+    }
     if (readyBytes == 0) {
       ready.clear();
       return Bytes.EMPTY;
@@ -289,6 +345,9 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
   @Override
   public byte[] abandon() {
     abandoning = true;
+    if (injected != null) {
+      injected.abandoned();
+    }
     releaseHeld();
     if (!framer.isFinished()) {
       framer.finish(); // hands over the partial event, which goes out raw after the held ones
@@ -381,21 +440,21 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       rewrite(event);
     } catch (RuntimeException e) {
       record(Outcome.ERROR, null);
-      emitRaw(event);
+      releaseUsageEvent(event, event.rawArray());
     }
   }
 
   private void rewrite(SseEvent event) {
     byte[] payload = event.payloadBytes();
     if (context == null) {
-      var own = rewriter.inspect(payload, names);
+      var own = rewriter.inspect(payload, shape);
       if (own != null) {
         record(fallback, new ExchangeReport(fallback, own, false, null));
       }
-      emitRaw(event);
+      releaseUsageEvent(event, event.rawArray());
       return;
     }
-    JsonUsageRewriter.Result result = rewriter.rewrite(payload, context, names);
+    JsonUsageRewriter.Result result = rewriter.rewrite(payload, context, shape);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       if (r.model() != null) {
         model = r.model();
@@ -403,7 +462,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
       record(Outcome.REWRITTEN, new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model()));
       if (r.corrected()) {
         correctedAny = true;
-        release(event.patchedRaw(patches(r.edits())));
+        releaseUsageEvent(event, event.patchedRaw(patches(r.edits())));
         return;
       }
     } else if (result instanceof JsonUsageRewriter.Rejected rejected) {
@@ -413,7 +472,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
     } else if (result instanceof JsonUsageRewriter.NoUsage n && n.model() != null) {
       model = n.model();
     }
-    emitRaw(event);
+    releaseUsageEvent(event, event.rawArray());
   }
 
   /** Notes the outcome of a usage-bearing event, which is released right after. */
@@ -433,6 +492,17 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
 
   private void emitRaw(SseItem item) {
     release(item.rawArray());
+  }
+
+  /**
+   * Releases {@code bytes}, what becomes of an event that may carry usage, unless it is a usage-only
+   * event to take out (none of which went out early).
+   */
+  private void releaseUsageEvent(SseEvent event, byte[] bytes) {
+    if (injected != null && !abandoning && alreadyReleased == 0 && injected.remove(event)) {
+      return;
+    }
+    release(bytes);
   }
 
   private void release(byte[] bytes) {

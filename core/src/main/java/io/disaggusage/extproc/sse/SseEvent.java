@@ -34,6 +34,7 @@ public final class SseEvent implements SseItem {
   private final boolean terminated;
   private final String eventType;
   private final int dataLineCount;
+  private final boolean onlyData;
   private final byte[] payload;
   private final int payloadOffset;
   private final int payloadLength;
@@ -80,6 +81,7 @@ public final class SseEvent implements SseItem {
     }
     this.eventType = type;
     this.dataLineCount = dataLines;
+    this.onlyData = dataLines == lineCount;
     if (dataLines == 0) {
       payload = EMPTY;
       payloadOffset = 0;
@@ -182,6 +184,11 @@ public final class SseEvent implements SseItem {
   /** Number of {@code data} lines. */
   public int dataLineCount() {
     return dataLineCount;
+  }
+
+  /** Whether every line of the event is a {@code data} line (no other field, no comment). */
+  public boolean onlyDataLines() {
+    return onlyData;
   }
 
   /** Whether the event has at least one {@code data} line (possibly with an empty value). */

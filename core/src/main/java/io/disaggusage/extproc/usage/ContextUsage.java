@@ -48,7 +48,7 @@ public record ContextUsage(
    * Anthropic cache creation count. When it did not, the cache split of the prompt is unknown.
    */
   public boolean statesCache() {
-    String cached = details.get(UsageNames.CACHED);
+    String cached = details.get(OpenAiShape.CACHED);
     return (cached != null && !cached.equals("null")) || cacheCreationTokens != null;
   }
 }

@@ -3,12 +3,10 @@ package io.disaggusage.extproc.usage;
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.json.ByteEdits;
 import io.disaggusage.extproc.json.JsonObjectView;
-import io.disaggusage.extproc.json.JsonObjectView.Member;
-import java.math.BigInteger;
 
 /**
  * Rewrites the usage of one complete JSON document (a generation response body, or the data of one
- * SSE event) with {@link UsageRule}. Bytes outside the usage object never change; a document that
+ * SSE event) with its {@link ApiShape}'s rule. Bytes outside the usage object never change; a document that
  * does not parse, or whose usage the rule may not touch, is returned as it came with the reason.
  */
 public final class JsonUsageRewriter {
@@ -46,7 +44,7 @@ public final class JsonUsageRewriter {
   }
 
   /** Applies the §2 rule with context usage {@code c} to the usage inside {@code doc}. */
-  public Result rewrite(byte[] doc, ContextUsage c, UsageNames names) {
+  public Result rewrite(byte[] doc, ContextUsage c, ApiShape shape) {
     UsageDocument parsed;
     try {
       parsed = UsageDocument.parse(factory, doc);
@@ -60,7 +58,7 @@ public final class JsonUsageRewriter {
     if (usage.end() - usage.start() > maxUsageBytes) {
       return new Rejected(Reason.OVERSIZE_USAGE, "usage object above limits.max_usage_bytes");
     }
-    UsageRule.Result result = UsageRule.apply(c, usage, doc, names);
+    UsageRule.Result result = shape.apply(c, usage, doc);
     if (result instanceof UsageRule.Invalid invalid) {
       return new Rejected(Reason.INVALID_USAGE, invalid.reason());
     }
@@ -75,7 +73,7 @@ public final class JsonUsageRewriter {
    * {@code document} is {@code usage} itself and its {@code edits} are relative to it, so they also
    * patch a larger buffer that starts with the object; its {@code model} is null.
    */
-  public Result rewriteObject(byte[] usage, int length, ContextUsage c, UsageNames names) {
+  public Result rewriteObject(byte[] usage, int length, ContextUsage c, ApiShape shape) {
     if (length > maxUsageBytes) {
       return new Rejected(Reason.OVERSIZE_USAGE, "usage object above limits.max_usage_bytes");
     }
@@ -85,7 +83,7 @@ public final class JsonUsageRewriter {
     } catch (UsageDocument.MalformedException e) {
       return new Rejected(Reason.MALFORMED, e.getMessage());
     }
-    UsageRule.Result result = UsageRule.apply(c, view, usage, names);
+    UsageRule.Result result = shape.apply(c, view, usage);
     if (result instanceof UsageRule.Invalid invalid) {
       return new Rejected(Reason.INVALID_USAGE, invalid.reason());
     }
@@ -97,9 +95,9 @@ public final class JsonUsageRewriter {
    * The figures a usage object that is the whole of {@code usage[0, length)} states about itself;
    * null when it does not parse.
    */
-  public UsageFigures inspectObject(byte[] usage, int length, UsageNames names) {
+  public UsageFigures inspectObject(byte[] usage, int length, ApiShape shape) {
     try {
-      return figuresOf(UsageDocument.usageObject(factory, usage, length), names);
+      return shape.figuresOf(UsageDocument.usageObject(factory, usage, length));
     } catch (UsageDocument.MalformedException e) {
       return null;
     }
@@ -114,34 +112,12 @@ public final class JsonUsageRewriter {
    * The generation worker's own figures in {@code doc}, for metadata when the rule is not applied;
    * null when the document has no usable usage.
    */
-  public UsageFigures inspect(byte[] doc, UsageNames names) {
+  public UsageFigures inspect(byte[] doc, ApiShape shape) {
     try {
       JsonObjectView usage = UsageDocument.parse(factory, doc).usage();
-      return usage == null ? null : figuresOf(usage, names);
+      return usage == null ? null : shape.figuresOf(usage);
     } catch (UsageDocument.MalformedException e) {
       return null;
     }
-  }
-
-  /** The figures a usage object states about itself (null members where it states nothing usable). */
-  public static UsageFigures figuresOf(JsonObjectView usage, UsageNames names) {
-    if (names == UsageNames.MESSAGES) {
-      return MessagesUsageRule.figuresOf(usage);
-    }
-    BigInteger cached = null;
-    Member details = usage.get(names.promptDetails());
-    if (details != null && details.object() != null) {
-      cached = integer(details.object().get(UsageNames.CACHED));
-    }
-    return new UsageFigures(
-        integer(usage.get(names.prompt())),
-        cached,
-        integer(usage.get(names.completion())),
-        integer(usage.get(UsageNames.TOTAL)),
-        cached);
-  }
-
-  private static BigInteger integer(Member m) {
-    return m == null ? null : m.integer();
   }
 }

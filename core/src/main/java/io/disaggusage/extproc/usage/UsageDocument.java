@@ -13,20 +13,20 @@ import java.util.Set;
 /**
  * What the service needs from one complete JSON document (a response body or one SSE event's data):
  * where its usage object is, the model, and the TensorRT-LLM context ids. Usage is looked for at the
- * top level ({@code usage}: chat, completions, Responses and Anthropic Messages JSON, Anthropic
- * {@code message_delta}), inside {@code response} (Responses stream events such as
- * {@code response.completed}) and inside {@code message} (Anthropic {@code message_start}).
+ * top level ({@code usage}) and inside the root's members that any {@link ApiShape} names as
+ * {@linkplain ApiShape#usageContainers usage containers} ({@code response}, {@code message}), whatever
+ * the document's own shape.
  *
  * @param usage the effective (last) non-null usage object, or null
- * @param model the document's {@code model} (or {@code response.model} / {@code message.model}), or null
+ * @param model the document's {@code model} (or a usage container's, such as {@code response.model}), or null
  * @param contextIds TensorRT-LLM {@code ctx_request_id} / {@code disagg_request_id} values found in
  *     {@code choices[0].disaggregated_params} or top-level {@code disaggregated_params}, as exact
  *     decimal (or string) text
  */
 public record UsageDocument(JsonObjectView usage, String model, List<String> contextIds) {
 
-  private static final Set<String> DETAIL_KEYS =
-      Set.of(UsageNames.CHAT.promptDetails(), UsageNames.RESPONSES.promptDetails());
+  private static final Set<String> DETAIL_KEYS = ApiShapes.usageDetailObjects();
+  private static final Set<String> CONTAINERS = ApiShapes.usageContainers();
   private static final Set<String> ID_KEYS = Set.of("ctx_request_id", "disagg_request_id");
 
   /** Thrown for anything that is not one well-formed JSON object. */
@@ -98,10 +98,15 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
         switch (name) {
           case "usage" -> usage(p, value);
           case "model" -> model(p, value);
-          case "response", "message" -> container(p, value);
           case "choices" -> choices(p, value);
           case "disaggregated_params" -> ids(p, value);
-          default -> p.skipChildren();
+          default -> {
+            if (CONTAINERS.contains(name)) {
+              container(p, value);
+            } else {
+              p.skipChildren();
+            }
+          }
         }
       }
     }
@@ -123,7 +128,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
       }
     }
 
-    /** The root's {@code response} or {@code message} object, which may hold usage and model. */
+    /** A usage container of the root ({@code response}, ...), which may hold usage and model. */
     void container(JsonParser p, JsonToken value) throws IOException {
       if (value != JsonToken.START_OBJECT) {
         p.skipChildren();

@@ -3,6 +3,7 @@ package io.disaggusage.extproc.json;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.UsageDocument;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -57,7 +58,7 @@ class JsonUsageScannerTest {
 
   /** Scans {@code doc} in chunks of {@code chunk} bytes; events as "KIND@absoluteIndex", then the verdict. */
   static List<String> scan(byte[] doc, int chunk) {
-    JsonUsageScanner s = new JsonUsageScanner();
+    JsonUsageScanner s = new JsonUsageScanner(ApiShapes.usageContainers());
     List<String> events = new ArrayList<>();
     for (int off = 0; off < doc.length; off += chunk) {
       int to = Math.min(doc.length, off + chunk);
@@ -210,7 +211,7 @@ class JsonUsageScannerTest {
     byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
     int start = doc.indexOf("{\"input_tokens\"");
     assertEveryChunkSize(bytes, List.of("USAGE_OBJECT_START@" + start, "USAGE_OBJECT_END@" + doc.indexOf("}},"), "WELL-FORMED"));
-    JsonUsageScanner s = new JsonUsageScanner();
+    JsonUsageScanner s = new JsonUsageScanner(ApiShapes.usageContainers());
     for (int i = 0; i < bytes.length; ) {
       i = s.scan(bytes, i, bytes.length);
     }
@@ -223,14 +224,14 @@ class JsonUsageScannerTest {
         "{\"model\":\"first\",\"x\":{\"model\":\"nested\"},\"response\":{\"model\":\"r\\u00e9\\\"s\"},\"model\":7,\"choices\":[]}";
     byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
     for (int chunk = 1; chunk <= bytes.length; chunk++) {
-      JsonUsageScanner s = new JsonUsageScanner();
+      JsonUsageScanner s = new JsonUsageScanner(ApiShapes.usageContainers());
       for (int off = 0; off < bytes.length; off += chunk) {
         s.scan(bytes, off, Math.min(bytes.length, off + chunk));
       }
       assertThat(s.complete()).isTrue();
       assertThat(new String(s.modelText(), StandardCharsets.UTF_8)).isEqualTo("r\\u00e9\\\"s");
     }
-    JsonUsageScanner s = new JsonUsageScanner();
+    JsonUsageScanner s = new JsonUsageScanner(ApiShapes.usageContainers());
     byte[] long1 = ("{\"model\":\"" + "m".repeat(JsonUsageScanner.MAX_MODEL_BYTES + 1) + "\"}").getBytes(StandardCharsets.UTF_8);
     s.scan(long1, 0, long1.length);
     assertThat(s.complete()).isTrue();
@@ -275,5 +276,59 @@ class JsonUsageScannerTest {
     // Both verdicts are well represented, so the comparison means something either way.
     assertThat(wellFormed).isGreaterThan(1000);
     assertThat(malformed).isGreaterThan(1000);
+  }
+
+  @Test
+  void tellsAStructureTheTopLevelsNamesDecodedAndPositionsInAnyChunking() {
+    String doc = "{\"a\\u0062\":{\"c\":[true,{\"deep\":1}]},\"" + "n".repeat(40) + "\":null,\"é\":2}";
+    byte[] bytes = doc.getBytes(StandardCharsets.UTF_8);
+    List<String> expected =
+        List.of(
+            "name 1 ab",
+            "start 1 { @11",
+            "name 2 c",
+            "start 2 [ @16",
+            "close 1 @33",
+            "name 1 null",
+            "start 1 n @78",
+            "literal 1 n end 82",
+            "name 1 null",
+            "start 1 2 @88",
+            "close 0 @89");
+    for (int step : new int[] {1, 3, bytes.length}) {
+      List<String> events = new ArrayList<>();
+      JsonUsageScanner s = new JsonUsageScanner(List.of("ab"), new Recorder(events));
+      for (int from = 0; from < bytes.length; from += step) {
+        int to = Math.min(bytes.length, from + step);
+        for (int i = from; i < to; ) {
+          i = s.scan(bytes, i, to);
+        }
+      }
+      assertThat(s.complete()).isTrue();
+      assertThat(events).as("step %d", step).isEqualTo(expected);
+    }
+  }
+
+  /** Writes down every structure event. */
+  private record Recorder(List<String> events) implements JsonUsageScanner.Structure {
+    @Override
+    public void memberName(int depth, String name) {
+      events.add("name " + depth + " " + name);
+    }
+
+    @Override
+    public void valueStart(int depth, int first, int index) {
+      events.add("start " + depth + " " + (char) first + " @" + index);
+    }
+
+    @Override
+    public void literalEnd(int depth, int first, int end) {
+      events.add("literal " + depth + " " + (char) first + " end " + end);
+    }
+
+    @Override
+    public void containerEnd(int depth, int index) {
+      events.add("close " + depth + " @" + index);
+    }
   }
 }

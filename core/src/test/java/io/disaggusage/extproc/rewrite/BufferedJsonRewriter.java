@@ -1,9 +1,9 @@
 package io.disaggusage.extproc.rewrite;
 
+import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 
 /**
@@ -14,7 +14,7 @@ import java.io.ByteArrayOutputStream;
  */
 final class BufferedJsonRewriter implements ResponseBodyProcessor {
   private final JsonUsageRewriter rewriter;
-  private final UsageNames names;
+  private final ApiShape names;
   private final int maxBodyBytes;
 
   private ByteArrayOutputStream body = new ByteArrayOutputStream(4096);
@@ -26,7 +26,7 @@ final class BufferedJsonRewriter implements ResponseBodyProcessor {
   private boolean released;
   private ExchangeReport report = new ExchangeReport(Outcome.NO_USAGE, null, false, null);
 
-  BufferedJsonRewriter(JsonUsageRewriter rewriter, UsageNames names, int maxBodyBytes) {
+  BufferedJsonRewriter(JsonUsageRewriter rewriter, ApiShape names, int maxBodyBytes) {
     this.rewriter = rewriter;
     this.names = names;
     this.maxBodyBytes = maxBodyBytes;

@@ -3,11 +3,11 @@ package io.disaggusage.extproc.rewrite;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -24,7 +24,7 @@ class GenerationJsonRewriterTest {
   static final String FIXED = USAGE.replace("\"cached_tokens\":101", "\"cached_tokens\":7");
 
   static GenerationJsonRewriter rewriter(int maxUsage, int maxBody) {
-    return new GenerationJsonRewriter(new JsonUsageRewriter(JSON, maxUsage), UsageNames.CHAT, maxBody);
+    return new GenerationJsonRewriter(new JsonUsageRewriter(JSON, maxUsage), ApiShapes.CHAT, maxBody);
   }
 
   static byte[] utf8(String s) {

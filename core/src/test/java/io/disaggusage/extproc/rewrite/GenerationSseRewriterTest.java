@@ -2,10 +2,11 @@ package io.disaggusage.extproc.rewrite;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -31,20 +32,20 @@ class GenerationSseRewriterTest {
   static final String DONE = "data: [DONE]\n\n";
 
   static GenerationSseRewriter rewriter() {
-    return rewriter(UsageNames.CHAT);
+    return rewriter(ApiShapes.CHAT);
   }
 
-  static GenerationSseRewriter rewriter(UsageNames names) {
+  static GenerationSseRewriter rewriter(ApiShape names) {
     var json = UsageDocument.newFactory(1 << 20);
     return new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, names, 1 << 16, 1 << 20);
   }
 
   /** Runs the stream in the given chunks with the context known from the start; returns the output. */
   static String run(List<byte[]> chunks, ContextUsage ctx) {
-    return run(chunks, ctx, UsageNames.CHAT);
+    return run(chunks, ctx, ApiShapes.CHAT);
   }
 
-  static String run(List<byte[]> chunks, ContextUsage ctx, UsageNames names) {
+  static String run(List<byte[]> chunks, ContextUsage ctx, ApiShape names) {
     GenerationSseRewriter r = rewriter(names);
     r.resolveContext(ctx, null);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -71,7 +72,7 @@ class GenerationSseRewriterTest {
   }
 
   /** Every pair of split points (the second every {@code step} bytes) gives {@code expected}. */
-  static void assertEveryTwoSplits(String stream, String expected, int step, ContextUsage ctx, UsageNames names) {
+  static void assertEveryTwoSplits(String stream, String expected, int step, ContextUsage ctx, ApiShape names) {
     int len = stream.length();
     for (int i = 0; i <= len; i++) {
       for (int j = i; j <= len; j += step) {
@@ -81,7 +82,7 @@ class GenerationSseRewriterTest {
   }
 
   /** 2000 random multi-splits of the stream with CRLF line ends give {@code expected} with CRLF. */
-  static void assertRandomSplitsWithCrlf(String stream, String expected, ContextUsage ctx, UsageNames names) {
+  static void assertRandomSplitsWithCrlf(String stream, String expected, ContextUsage ctx, ApiShape names) {
     String crlf = stream.replace("\n", "\r\n");
     long seed = System.nanoTime();
     Random random = new Random(seed);
@@ -93,12 +94,12 @@ class GenerationSseRewriterTest {
 
   @Test
   void g7EveryTwoSplitPointsGiveTheSameBytes() {
-    assertEveryTwoSplits(CONTENT + USAGE + DONE, CONTENT + USAGE_FIXED + DONE, 7, CTX, UsageNames.CHAT);
+    assertEveryTwoSplits(CONTENT + USAGE + DONE, CONTENT + USAGE_FIXED + DONE, 7, CTX, ApiShapes.CHAT);
   }
 
   @Test
   void randomMultiSplitsAndCrlf() {
-    assertRandomSplitsWithCrlf(CONTENT + USAGE + DONE, CONTENT + USAGE_FIXED + DONE, CTX, UsageNames.CHAT);
+    assertRandomSplitsWithCrlf(CONTENT + USAGE + DONE, CONTENT + USAGE_FIXED + DONE, CTX, ApiShapes.CHAT);
   }
 
   @Test
@@ -243,7 +244,7 @@ class GenerationSseRewriterTest {
         "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":{\"input_tokens\":128,\"output_tokens\":8,\"total_tokens\":136,\"input_tokens_details\":{\"cached_tokens\":128},\"output_tokens_details\":{\"reasoning_tokens\":3}}}}\n\n";
     var json = UsageDocument.newFactory(1 << 20);
     GenerationSseRewriter r =
-        new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.RESPONSES, 1 << 16, 1 << 20);
+        new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, ApiShapes.RESPONSES, 1 << 16, 1 << 20);
     r.resolveContext(CTX, null);
     r.accept((delta + completed).getBytes(StandardCharsets.UTF_8));
     r.finish();
@@ -255,7 +256,7 @@ class GenerationSseRewriterTest {
   void holdingIsBounded() {
     var json = UsageDocument.newFactory(1 << 20);
     GenerationSseRewriter r =
-        new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, UsageNames.CHAT, 4096, 1024);
+        new GenerationSseRewriter(new JsonUsageRewriter(json, 65536), json, ApiShapes.CHAT, 4096, 1024);
     StringBuilder all = new StringBuilder(USAGE);
     r.accept(USAGE.getBytes(StandardCharsets.UTF_8));
     StringBuilder out = new StringBuilder(new String(r.takeReady(), StandardCharsets.UTF_8));

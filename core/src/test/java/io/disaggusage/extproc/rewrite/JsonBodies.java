@@ -1,7 +1,8 @@
 package io.disaggusage.extproc.rewrite;
 
 import io.disaggusage.extproc.testkit.Wire;
-import io.disaggusage.extproc.usage.UsageNames;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -16,7 +17,7 @@ final class JsonBodies {
   private JsonBodies() {}
 
   /** One body and the usage names of its API. */
-  record Body(String label, byte[] bytes, UsageNames names) {
+  record Body(String label, byte[] bytes, ApiShape names) {
     @Override
     public String toString() {
       return label;
@@ -33,11 +34,11 @@ final class JsonBodies {
       "{\"prompt_tokens\":5,\"completion_tokens\":2,\"total_tokens\":7,\"note\":\"" + "n".repeat(600) + "\"}";
 
   static Body chat(String label, String text) {
-    return new Body(label, text.getBytes(StandardCharsets.UTF_8), UsageNames.CHAT);
+    return new Body(label, text.getBytes(StandardCharsets.UTF_8), ApiShapes.CHAT);
   }
 
   static Body raw(String label, byte[] bytes) {
-    return new Body(label, bytes, UsageNames.CHAT);
+    return new Body(label, bytes, ApiShapes.CHAT);
   }
 
   /** A chat completion whose choices carry {@code tokens} logprobs entries (numbers of every form). */
@@ -70,21 +71,21 @@ final class JsonBodies {
     b.add(chat("chat completion, G9a", Wire.chatCompletion("r-9", Wire.usage(999, 8, 999L))));
     b.add(chat("completion", Wire.completion(Wire.usage(17, 16, 17L))));
     b.add(chat("trt context-shaped", Wire.trtContextResponse("2748779069441234567", "2748779069441234567", USAGE)));
-    b.add(new Body("responses api", Wire.response(RESPONSES_USAGE).getBytes(StandardCharsets.UTF_8), UsageNames.RESPONSES));
+    b.add(new Body("responses api", Wire.response(RESPONSES_USAGE).getBytes(StandardCharsets.UTF_8), ApiShapes.RESPONSES));
     b.add(new Body(
         "responses event shape: usage inside response",
         ("{\"type\":\"response.completed\",\"sequence_number\":2,\"response\":" + Wire.response(RESPONSES_USAGE) + "}")
             .getBytes(StandardCharsets.UTF_8),
-        UsageNames.RESPONSES));
+        ApiShapes.RESPONSES));
     b.add(new Body("anthropic message", Wire.message(Wire.messagesUsage(0, 8, 0L, 101L)).getBytes(StandardCharsets.UTF_8),
-        UsageNames.MESSAGES));
+        ApiShapes.MESSAGES));
     b.add(new Body("anthropic older vllm, already right", Wire.message(Wire.messagesUsage(101, 8, null, null))
-        .getBytes(StandardCharsets.UTF_8), UsageNames.MESSAGES));
+        .getBytes(StandardCharsets.UTF_8), ApiShapes.MESSAGES));
     b.add(new Body(
         "anthropic message_start shape: usage inside message",
         ("{\"type\":\"message_start\",\"message\":" + Wire.message(Wire.messagesUsage(101, 0, null, null)) + "}")
             .getBytes(StandardCharsets.UTF_8),
-        UsageNames.MESSAGES));
+        ApiShapes.MESSAGES));
     b.add(chat("g6", "{\"id\":\"x\",\"usage\":" + USAGE + "}"));
     b.add(chat("g10 siblings", "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":100,\"audio_tokens\":2},\"future_field\":7}}"));
     b.add(chat("g10 null details", "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":null}}"));

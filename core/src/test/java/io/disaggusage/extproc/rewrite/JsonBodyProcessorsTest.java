@@ -2,10 +2,10 @@ package io.disaggusage.extproc.rewrite;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -21,7 +21,7 @@ class JsonBodyProcessorsTest {
       "{\"id\":\"x\",\"model\":\"m\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}}";
 
   static GenerationJsonRewriter generation(int maxBody) {
-    return new GenerationJsonRewriter(new JsonUsageRewriter(JSON, 65536), UsageNames.CHAT, maxBody);
+    return new GenerationJsonRewriter(new JsonUsageRewriter(JSON, 65536), ApiShapes.CHAT, maxBody);
   }
 
   static String feed(ResponseBodyProcessor p, String body, int chunk) {

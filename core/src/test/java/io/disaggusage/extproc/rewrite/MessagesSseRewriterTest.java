@@ -3,10 +3,10 @@ package io.disaggusage.extproc.rewrite;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.testkit.Wire;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -33,17 +33,17 @@ class MessagesSseRewriterTest {
           "Par", "is", ".");
 
   static GenerationSseRewriter rewriter() {
-    return GenerationSseRewriterTest.rewriter(UsageNames.MESSAGES);
+    return GenerationSseRewriterTest.rewriter(ApiShapes.MESSAGES);
   }
 
   @Test
   void everyTwoSplitPointsGiveTheSameBytes() {
-    GenerationSseRewriterTest.assertEveryTwoSplits(STREAM, EXPECTED, 5, CTX, UsageNames.MESSAGES);
+    GenerationSseRewriterTest.assertEveryTwoSplits(STREAM, EXPECTED, 5, CTX, ApiShapes.MESSAGES);
   }
 
   @Test
   void randomMultiSplitsAndCrlf() {
-    GenerationSseRewriterTest.assertRandomSplitsWithCrlf(STREAM, EXPECTED, CTX, UsageNames.MESSAGES);
+    GenerationSseRewriterTest.assertRandomSplitsWithCrlf(STREAM, EXPECTED, CTX, ApiShapes.MESSAGES);
   }
 
   @Test

@@ -16,8 +16,8 @@ class JsonUsageRewriterBadInputsTest {
   static final String GOOD = "{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}";
 
   static JsonUsageRewriter.Result rewrite(byte[] doc) throws Exception {
-    JsonUsageRewriterFuzzTest.check(doc, C, UsageNames.CHAT, 64 * 1024);
-    return new JsonUsageRewriter(JsonUsageRewriterFuzzTest.FACTORY, 64 * 1024).rewrite(doc, C, UsageNames.CHAT);
+    JsonUsageRewriterFuzzTest.check(doc, C, ApiShapes.CHAT, 64 * 1024);
+    return new JsonUsageRewriter(JsonUsageRewriterFuzzTest.FACTORY, 64 * 1024).rewrite(doc, C, ApiShapes.CHAT);
   }
 
   static JsonUsageRewriter.Result rewrite(String doc) throws Exception {
@@ -122,7 +122,7 @@ class JsonUsageRewriterBadInputsTest {
 
   @Test
   void usageAboveItsCapIsRejected() throws Exception {
-    var r = new JsonUsageRewriter(JsonUsageRewriterFuzzTest.FACTORY, 16).rewrite(("{\"usage\":" + GOOD + "}").getBytes(StandardCharsets.UTF_8), C, UsageNames.CHAT);
+    var r = new JsonUsageRewriter(JsonUsageRewriterFuzzTest.FACTORY, 16).rewrite(("{\"usage\":" + GOOD + "}").getBytes(StandardCharsets.UTF_8), C, ApiShapes.CHAT);
     assertThat(r).isInstanceOfSatisfying(JsonUsageRewriter.Rejected.class, j -> assertThat(j.reason()).isEqualTo(JsonUsageRewriter.Reason.OVERSIZE_USAGE));
   }
 }

@@ -36,20 +36,21 @@ public class JsonUsageRewriterFuzzTest {
     BigInteger prompt = COUNTS[in.choose(COUNTS.length)];
     BigInteger cached = COUNTS[in.choose(COUNTS.length)];
     int shape = in.nextByte();
-    UsageNames names = (shape & 1) == 0 ? UsageNames.CHAT : UsageNames.RESPONSES;
+    OpenAiShape names = (OpenAiShape) ((shape & 1) == 0 ? ApiShapes.CHAT : ApiShapes.RESPONSES);
     Map<String, String> details = new LinkedHashMap<>();
     if ((shape & 2) == 0) {
-      details.put(UsageNames.CACHED, cached.toString());
+      details.put(OpenAiShape.CACHED, cached.toString());
     }
     if ((shape & 4) != 0) {
       details.put("audio_tokens", "3");
     }
-    ContextUsage c = new ContextUsage(prompt, details, details.containsKey(UsageNames.CACHED) ? cached : BigInteger.ZERO);
+    ContextUsage c = new ContextUsage(prompt, details, details.containsKey(OpenAiShape.CACHED) ? cached : BigInteger.ZERO);
     check(in.document(), c, names, MAX_USAGE[in.choose(MAX_USAGE.length)]);
   }
 
   /** The property, for one document. */
-  public static void check(byte[] doc, ContextUsage c, UsageNames names, int maxUsage) throws Exception {
+  public static void check(byte[] doc, ContextUsage c, ApiShape shape, int maxUsage) throws Exception {
+    OpenAiShape names = (OpenAiShape) shape;
     byte[] before = doc.clone();
     JsonUsageRewriter.Result result = new JsonUsageRewriter(FACTORY, maxUsage).rewrite(doc, c, names);
     assertThat(doc).as("input never modified").isEqualTo(before);
@@ -73,11 +74,11 @@ public class JsonUsageRewriterFuzzTest {
     JsonNode original = ORACLE.readTree(Arrays.copyOfRange(before, usage.start(), usage.end()));
     assertThat(emitted.isObject()).isTrue();
     BigInteger prompt = c.promptTokens();
-    BigInteger completion = original.get(names.completion()).bigIntegerValue();
-    assertThat(emitted.get(names.prompt()).bigIntegerValue()).isEqualTo(prompt);
-    assertThat(emitted.get(names.completion()).bigIntegerValue()).isEqualTo(completion);
-    assertThat(emitted.get(UsageNames.TOTAL).bigIntegerValue()).isEqualTo(prompt.add(completion));
-    assertThat(emitted.get(names.promptDetails()).get(UsageNames.CACHED).bigIntegerValue())
+    BigInteger completion = original.get(names.completionMember()).bigIntegerValue();
+    assertThat(emitted.get(names.promptMember()).bigIntegerValue()).isEqualTo(prompt);
+    assertThat(emitted.get(names.completionMember()).bigIntegerValue()).isEqualTo(completion);
+    assertThat(emitted.get(OpenAiShape.TOTAL).bigIntegerValue()).isEqualTo(prompt.add(completion));
+    assertThat(emitted.get(names.promptDetailsMember()).get(OpenAiShape.CACHED).bigIntegerValue())
         .isEqualTo(c.cachedTokens().min(prompt));
     assertThat(r.figures().prompt()).isEqualTo(prompt);
     assertThat(r.figures().completion()).isEqualTo(completion);

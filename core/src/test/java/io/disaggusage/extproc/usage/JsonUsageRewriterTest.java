@@ -23,14 +23,14 @@ class JsonUsageRewriterTest {
     byte[] doc = ("{\"usage\":" + usageJson + "}").getBytes(StandardCharsets.UTF_8);
     try {
       UsageDocument parsed = UsageDocument.parse(FACTORY, doc);
-      Optional<ContextUsage> c = UsageRule.context(parsed.usage(), doc);
+      Optional<ContextUsage> c = ApiShapes.context(parsed.usage(), doc);
       return c.orElseThrow(() -> new AssertionError("context usage unusable: " + usageJson));
     } catch (UsageDocument.MalformedException e) {
       throw new AssertionError(e);
     }
   }
 
-  static String rewrite(String ctxUsage, String genDoc, UsageNames names) {
+  static String rewrite(String ctxUsage, String genDoc, ApiShape names) {
     JsonUsageRewriter.Result r =
         REWRITER.rewrite(genDoc.getBytes(StandardCharsets.UTF_8), ctx(ctxUsage), names);
     assertThat(r).isInstanceOf(Rewritten.class);
@@ -43,7 +43,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":101,\"completion_tokens\":0,\"total_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}",
             "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":7}}}");
@@ -55,7 +55,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":128,\"completion_tokens\":0,\"total_tokens\":128,\"prompt_tokens_details\":{\"cached_tokens\":9}}",
             "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":128}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":9}}}");
@@ -67,7 +67,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":186,\"completion_tokens\":1,\"total_tokens\":187,\"prompt_tokens_details\":{\"cached_tokens\":64}}",
             "{\"usage\":{\"prompt_tokens\":999,\"completion_tokens\":8,\"total_tokens\":1007,\"prompt_tokens_details\":{\"cached_tokens\":999}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":186,\"completion_tokens\":8,\"total_tokens\":194,\"prompt_tokens_details\":{\"cached_tokens\":64}}}");
@@ -79,7 +79,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"input_tokens\":98,\"output_tokens\":1,\"total_tokens\":99,\"input_tokens_details\":{\"cached_tokens\":32}}",
             "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98},\"output_tokens_details\":{\"reasoning_tokens\":3}}}",
-            UsageNames.RESPONSES);
+            ApiShapes.RESPONSES);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":32},\"output_tokens_details\":{\"reasoning_tokens\":3}}}");
@@ -91,7 +91,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":10,\"completion_tokens\":1,\"total_tokens\":11}",
             "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
@@ -103,7 +103,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":100,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":64}}",
             "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":100,\"audio_tokens\":2},\"future_field\":7}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":64,\"audio_tokens\":2},\"future_field\":7}}");
@@ -115,7 +115,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":100,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":0}}",
             "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":null}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
@@ -127,7 +127,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":64,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":7}}",
             "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":7},\"total_tokens\":67}}");
@@ -139,7 +139,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":50,\"prompt_tokens_details\":{\"audio_tokens\":4,\"cached_tokens\":null}}",
             "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":50,\"cached_rate\":1.0}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":0,\"cached_rate\":1.0,\"audio_tokens\":4}}}");
@@ -151,7 +151,7 @@ class JsonUsageRewriterTest {
         "{ \"id\" : \"a\\u00e9\" ,\n  \"x\": 1.50e3, \"big\": 123456789012345678901234567890,\n"
             + "  \"usage\": { \"prompt_tokens\": 20 , \"completion_tokens\": 5, \"total_tokens\": 25,"
             + " \"prompt_tokens_details\": { \"cached_tokens\": 20 } } ,\"z\":[ ] }";
-    String out = rewrite("{\"prompt_tokens\":20,\"prompt_tokens_details\":{\"cached_tokens\":3}}", gen, UsageNames.CHAT);
+    String out = rewrite("{\"prompt_tokens\":20,\"prompt_tokens_details\":{\"cached_tokens\":3}}", gen, ApiShapes.CHAT);
     assertThat(out).isEqualTo(gen.replace("\"cached_tokens\": 20", "\"cached_tokens\": 3"));
   }
 
@@ -165,7 +165,7 @@ class JsonUsageRewriterTest {
             REWRITER.rewrite(
                 gen,
                 ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
-                UsageNames.CHAT);
+                ApiShapes.CHAT);
     assertThat(r.document()).isSameAs(gen);
     assertThat(r.corrected()).isFalse();
     var again =
@@ -173,7 +173,7 @@ class JsonUsageRewriterTest {
             REWRITER.rewrite(
                 r.document(),
                 ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
-                UsageNames.CHAT);
+                ApiShapes.CHAT);
     assertThat(again.document()).isEqualTo(gen);
   }
 
@@ -183,7 +183,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":20}}",
             "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out).contains("\"cached_tokens\":10");
   }
 
@@ -193,7 +193,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":9007199254740993,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}",
             "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":9007199254740993,\"total_tokens\":2}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":9007199254740993,\"completion_tokens\":9007199254740993,\"total_tokens\":18014398509481986,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}}");
@@ -205,7 +205,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
             "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":2}}}");
@@ -217,7 +217,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
             "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{}}}",
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(out)
         .isEqualTo(
             "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2},\"total_tokens\":14}}");
@@ -240,7 +240,7 @@ class JsonUsageRewriterTest {
         REWRITER.rewrite(
             gen.getBytes(StandardCharsets.UTF_8),
             ctx("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}"),
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(r).isInstanceOf(Rejected.class);
     assertThat(((Rejected) r).reason()).isEqualTo(Reason.INVALID_USAGE);
   }
@@ -260,7 +260,7 @@ class JsonUsageRewriterTest {
         REWRITER.rewrite(
             gen.getBytes(StandardCharsets.UTF_8),
             ctx("{\"prompt_tokens\":10}"),
-            UsageNames.CHAT);
+            ApiShapes.CHAT);
     assertThat(r).isInstanceOf(Rejected.class);
     assertThat(((Rejected) r).reason()).isEqualTo(Reason.MALFORMED);
   }
@@ -278,18 +278,18 @@ class JsonUsageRewriterTest {
       })
   void unusableContextUsage(String usage) throws Exception {
     byte[] doc = ("{\"usage\":" + usage + "}").getBytes(StandardCharsets.UTF_8);
-    assertThat(UsageRule.context(UsageDocument.parse(FACTORY, doc).usage(), doc)).isEmpty();
+    assertThat(ApiShapes.context(UsageDocument.parse(FACTORY, doc).usage(), doc)).isEmpty();
   }
 
   @Test
   void noUsageAndNullUsage() {
-    assertThat(REWRITER.rewrite("{\"choices\":[]}".getBytes(), ctx("{\"prompt_tokens\":1}"), UsageNames.CHAT))
+    assertThat(REWRITER.rewrite("{\"choices\":[]}".getBytes(), ctx("{\"prompt_tokens\":1}"), ApiShapes.CHAT))
         .isInstanceOf(JsonUsageRewriter.NoUsage.class);
     assertThat(
             REWRITER.rewrite(
                 "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},\"usage\":null}".getBytes(),
                 ctx("{\"prompt_tokens\":1}"),
-                UsageNames.CHAT))
+                ApiShapes.CHAT))
         .isInstanceOf(JsonUsageRewriter.NoUsage.class);
   }
 
@@ -299,7 +299,7 @@ class JsonUsageRewriterTest {
         rewrite(
             "{\"input_tokens\":98,\"input_tokens_details\":{\"cached_tokens\":32}}",
             "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"model\":\"m\",\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98}}}}",
-            UsageNames.RESPONSES);
+            ApiShapes.RESPONSES);
     assertThat(out).contains("\"input_tokens_details\":{\"cached_tokens\":32}");
   }
 
@@ -311,7 +311,7 @@ class JsonUsageRewriterTest {
                 "{\"model\":\"m1\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}}"
                     .getBytes(),
                 ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
-                UsageNames.CHAT);
+                ApiShapes.CHAT);
     assertThat(r.model()).isEqualTo("m1");
     assertThat(r.corrected()).isTrue();
     assertThat(r.figures())

@@ -48,7 +48,7 @@ class MessagesUsageRuleTest {
   }
 
   static String messages(String ctxUsage, String genUsage) {
-    return rewrite(ctxUsage, message(genUsage), UsageNames.MESSAGES);
+    return rewrite(ctxUsage, message(genUsage), ApiShapes.MESSAGES);
   }
 
   @Test
@@ -66,7 +66,7 @@ class MessagesUsageRuleTest {
   void neitherLegStatesCacheCountsLeavesAnAlreadyRightUsageByteIdentical() {
     byte[] gen = message("{\"input_tokens\":186,\"output_tokens\":8}").getBytes(StandardCharsets.UTF_8);
     for (String c : List.of("{\"input_tokens\":186,\"output_tokens\":1}", "{\"prompt_tokens\":186,\"completion_tokens\":1}")) {
-      var r = (Rewritten) REWRITER.rewrite(gen, ctx(c), UsageNames.MESSAGES);
+      var r = (Rewritten) REWRITER.rewrite(gen, ctx(c), ApiShapes.MESSAGES);
       assertThat(r.document()).isSameAs(gen);
       assertThat(r.corrected()).isFalse();
     }
@@ -106,10 +106,10 @@ class MessagesUsageRuleTest {
   /** An Anthropic {@code message_delta} that states only the output count (the real API's older form). */
   @Test
   void outputOnlyUsageGetsThePromptSplit() {
-    assertThat(rewrite(CTX_CHAT, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":8}}", UsageNames.MESSAGES))
+    assertThat(rewrite(CTX_CHAT, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":8}}", ApiShapes.MESSAGES))
         .isEqualTo("{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":8,"
             + "\"input_tokens\":122,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}}");
-    assertThat(rewrite("{\"prompt_tokens\":186}", "{\"usage\":{\"output_tokens\":8}}", UsageNames.MESSAGES))
+    assertThat(rewrite("{\"prompt_tokens\":186}", "{\"usage\":{\"output_tokens\":8}}", ApiShapes.MESSAGES))
         .isEqualTo("{\"usage\":{\"output_tokens\":8,\"input_tokens\":186}}");
   }
 
@@ -118,7 +118,7 @@ class MessagesUsageRuleTest {
     String start =
         "{\"type\":\"message_start\",\"message\":{\"id\":\"chatcmpl-9\",\"type\":\"message\",\"role\":\"assistant\","
             + "\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":186,\"output_tokens\":0}}}";
-    var r = (Rewritten) REWRITER.rewrite(start.getBytes(StandardCharsets.UTF_8), ctx(CTX_CHAT), UsageNames.MESSAGES);
+    var r = (Rewritten) REWRITER.rewrite(start.getBytes(StandardCharsets.UTF_8), ctx(CTX_CHAT), ApiShapes.MESSAGES);
     assertThat(new String(r.document(), StandardCharsets.UTF_8))
         .isEqualTo(start.replace("{\"input_tokens\":186,\"output_tokens\":0}",
             "{\"input_tokens\":122,\"output_tokens\":0,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"));
@@ -137,7 +137,7 @@ class MessagesUsageRuleTest {
         .isEqualTo(message("{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":10,\"cache_creation_input_tokens\":0}"));
     // A stored entry can hold any split; the three counts still add up to the prompt.
     ContextUsage odd = new ContextUsage(BigInteger.TEN, Map.of("cached_tokens", "7"), BigInteger.valueOf(7), BigInteger.valueOf(9));
-    var r = (Rewritten) REWRITER.rewrite(message(GEN_INFLATED).getBytes(StandardCharsets.UTF_8), odd, UsageNames.MESSAGES);
+    var r = (Rewritten) REWRITER.rewrite(message(GEN_INFLATED).getBytes(StandardCharsets.UTF_8), odd, ApiShapes.MESSAGES);
     assertThat(new String(r.document(), StandardCharsets.UTF_8))
         .isEqualTo(message("{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":7,\"cache_creation_input_tokens\":3}"));
   }
@@ -148,7 +148,7 @@ class MessagesUsageRuleTest {
         "{ \"usage\" : { \"input_tokens\" : 0 ,\n \"cache_creation\": {\"ephemeral_5m_input_tokens\": 0},"
             + " \"cache_read_input_tokens\": 186, \"server_tool_use\": null, \"service_tier\": \"standard\","
             + " \"output_tokens\": 8 } , \"big\": 123456789012345678901234567890 }";
-    assertThat(rewrite(CTX_CHAT, gen, UsageNames.MESSAGES))
+    assertThat(rewrite(CTX_CHAT, gen, ApiShapes.MESSAGES))
         .isEqualTo(gen.replace("\"input_tokens\" : 0", "\"input_tokens\" : 122")
             .replace("\"cache_read_input_tokens\": 186", "\"cache_read_input_tokens\": 64")
             .replace("\"output_tokens\": 8 }", "\"output_tokens\": 8 ,\"cache_creation_input_tokens\":0}"));
@@ -191,7 +191,7 @@ class MessagesUsageRuleTest {
       })
   void invalidGenerationCountsAreNeverFixed(String usage) {
     byte[] gen = message(usage).getBytes(StandardCharsets.UTF_8);
-    var r = REWRITER.rewrite(gen, ctx(CTX_CHAT), UsageNames.MESSAGES);
+    var r = REWRITER.rewrite(gen, ctx(CTX_CHAT), ApiShapes.MESSAGES);
     assertThat(r).isInstanceOf(Rejected.class);
     assertThat(((Rejected) r).reason()).isEqualTo(Reason.INVALID_USAGE);
   }
@@ -208,7 +208,7 @@ class MessagesUsageRuleTest {
       })
   void unusableAnthropicContextUsage(String usage) throws Exception {
     byte[] doc = ("{\"usage\":" + usage + "}").getBytes(StandardCharsets.UTF_8);
-    assertThat(UsageRule.context(UsageDocument.parse(UsageDocument.newFactory(1 << 20), doc).usage(), doc)).isEmpty();
+    assertThat(ApiShapes.context(UsageDocument.parse(UsageDocument.newFactory(1 << 20), doc).usage(), doc)).isEmpty();
   }
 
   /** Context usage of every shape, as stored: whole prompt, cache read, cache creation. */
@@ -238,24 +238,24 @@ class MessagesUsageRuleTest {
   @Test
   void anthropicContextUsageForAChatGeneration() {
     String gen = "{\"usage\":{\"prompt_tokens\":160,\"completion_tokens\":5,\"total_tokens\":165,\"prompt_tokens_details\":{\"cached_tokens\":160}}}";
-    assertThat(rewrite("{\"input_tokens\":10,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":50}", gen, UsageNames.CHAT))
+    assertThat(rewrite("{\"input_tokens\":10,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":50}", gen, ApiShapes.CHAT))
         .isEqualTo(gen.replace("{\"cached_tokens\":160}", "{\"cached_tokens\":50}"));
-    assertThat(rewrite("{\"input_tokens\":160,\"output_tokens\":1}", gen, UsageNames.CHAT))
+    assertThat(rewrite("{\"input_tokens\":160,\"output_tokens\":1}", gen, ApiShapes.CHAT))
         .isEqualTo(gen.replace("{\"cached_tokens\":160}", "{\"cached_tokens\":0}"));
   }
 
   @Test
   void figuresAreTheWholePromptTheCacheReadAndTheOutput() {
-    var r = (Rewritten) REWRITER.rewrite(message(GEN_INFLATED).getBytes(StandardCharsets.UTF_8), ctx(CTX_CHAT), UsageNames.MESSAGES);
+    var r = (Rewritten) REWRITER.rewrite(message(GEN_INFLATED).getBytes(StandardCharsets.UTF_8), ctx(CTX_CHAT), ApiShapes.MESSAGES);
     assertThat(r.corrected()).isTrue();
     assertThat(r.figures()).isEqualTo(figures(186, 64L, 8, 194, 186L));
-    assertThat(REWRITER.inspect(message(GEN_INFLATED).getBytes(StandardCharsets.UTF_8), UsageNames.MESSAGES))
+    assertThat(REWRITER.inspect(message(GEN_INFLATED).getBytes(StandardCharsets.UTF_8), ApiShapes.MESSAGES))
         .isEqualTo(figures(186, 186L, 8, 194, 186L));
-    assertThat(REWRITER.inspect(message("{\"input_tokens\":186,\"output_tokens\":8}").getBytes(StandardCharsets.UTF_8), UsageNames.MESSAGES))
+    assertThat(REWRITER.inspect(message("{\"input_tokens\":186,\"output_tokens\":8}").getBytes(StandardCharsets.UTF_8), ApiShapes.MESSAGES))
         .isEqualTo(figures(186, null, 8, 194, null));
     var nulled = (Rewritten) REWRITER.rewrite(
         message("{\"input_tokens\":186,\"output_tokens\":8,\"cache_read_input_tokens\":null}").getBytes(StandardCharsets.UTF_8),
-        ctx("{\"prompt_tokens\":186}"), UsageNames.MESSAGES);
+        ctx("{\"prompt_tokens\":186}"), ApiShapes.MESSAGES);
     assertThat(nulled.figures()).isEqualTo(figures(186, 0L, 8, 194, null));
   }
 
@@ -310,7 +310,7 @@ class MessagesUsageRuleTest {
             .isEqualTo(split ? 64 : 0);
         assertThat(u.get("output_tokens").asLong()).isEqualTo(8);
         byte[] once = out.getBytes(StandardCharsets.UTF_8);
-        var again = (Rewritten) REWRITER.rewrite(once, ctx(context.getKey()), UsageNames.MESSAGES);
+        var again = (Rewritten) REWRITER.rewrite(once, ctx(context.getKey()), ApiShapes.MESSAGES);
         assertThat(again.corrected()).as("idempotent on %s", out).isFalse();
         assertThat(again.document()).isSameAs(once);
         checked++;

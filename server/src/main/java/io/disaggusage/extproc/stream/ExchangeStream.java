@@ -20,9 +20,10 @@ import io.disaggusage.extproc.rewrite.ResponseProcessors;
 import io.disaggusage.extproc.logging.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextLookup;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageFigures;
-import io.disaggusage.extproc.usage.UsageNames;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
@@ -294,14 +295,14 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
               null, EnvoyMessages.mode(requestStillStreaming, true, true), null));
       return;
     }
-    UsageNames names = UsageNames.forPath(head.path());
+    ApiShape shape = ApiShapes.forPath(head.path());
     if (classification.carriedContext() != null) {
-      startGeneration(slot, eventStream, names, requestStillStreaming, classification.carriedContext());
+      startGeneration(slot, eventStream, shape, requestStillStreaming, classification.carriedContext());
       return;
     }
     if (classification.keys().isEmpty()) {
       if (removesInjectedUsage()) {
-        startWithoutContext(slot, eventStream, names, requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT);
+        startWithoutContext(slot, eventStream, shape, requestStillStreaming, Outcome.PASSTHROUGH_NO_CONTEXT);
         return;
       }
       report(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT);
@@ -314,13 +315,13 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         .take(classification.keys(), fingerprint)
         .whenComplete(
             (found, error) ->
-                onLookup(slot, eventStream, names, requestStillStreaming, concurrent, found, error));
+                onLookup(slot, eventStream, shape, requestStillStreaming, concurrent, found, error));
   }
 
   private synchronized void onLookup(
       Slot slot,
       boolean eventStream,
-      UsageNames names,
+      ApiShape shape,
       boolean requestStillStreaming,
       boolean concurrent,
       ContextLookup found,
@@ -338,22 +339,22 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
         // Context-first: the context response would already have been stored. No context phase.
         Outcome outcome = error == null ? missOutcome(found, Outcome.PASSTHROUGH_NO_CONTEXT) : Outcome.ERROR;
         if (removesInjectedUsage()) {
-          startWithoutContext(slot, eventStream, names, requestStillStreaming, outcome);
+          startWithoutContext(slot, eventStream, shape, requestStillStreaming, outcome);
           return;
         }
         report(Phase.GENERATION, outcome);
         complete(slot, noResponseBody(requestStillStreaming, outcome));
         return;
       }
-      startGeneration(slot, eventStream, names, requestStillStreaming, context);
+      startGeneration(slot, eventStream, shape, requestStillStreaming, context);
     } catch (RuntimeException e) {
       failOpen(e, null, slot);
     }
   }
 
   private void startGeneration(
-      Slot slot, boolean eventStream, UsageNames names, boolean requestStillStreaming, ContextUsage context) {
-    body = processors().generation(eventStream, names);
+      Slot slot, boolean eventStream, ApiShape shape, boolean requestStillStreaming, ContextUsage context) {
+    body = processors().generation(eventStream, shape);
     if (context != null) {
       body.resolveContext(context, null);
     }
@@ -371,8 +372,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest> {
    * service itself asked for: it passes as the worker sent it, less that event.
    */
   private void startWithoutContext(
-      Slot slot, boolean eventStream, UsageNames names, boolean requestStillStreaming, Outcome outcome) {
-    startGeneration(slot, eventStream, names, requestStillStreaming, null);
+      Slot slot, boolean eventStream, ApiShape shape, boolean requestStillStreaming, Outcome outcome) {
+    startGeneration(slot, eventStream, shape, requestStillStreaming, null);
     body.resolveContext(null, outcome);
   }
 

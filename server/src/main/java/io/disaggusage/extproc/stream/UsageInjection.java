@@ -9,8 +9,7 @@ import io.disaggusage.extproc.rewrite.ResponseProcessors;
 import io.disaggusage.extproc.inject.IncludeUsageInjector;
 import io.disaggusage.extproc.inject.InjectionOutcome;
 import io.disaggusage.extproc.inject.UsageRemoval;
-import io.disaggusage.extproc.inject.UsageRemovingProcessors;
-import io.disaggusage.extproc.usage.UsageNames;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import java.util.Arrays;
@@ -52,8 +51,8 @@ final class UsageInjection {
       ExchangeServices services, RequestHead head, boolean endOfStream, Supplier<RequestFacts> facts) {
     if (!services.config().streaming().injectIncludeUsage()
         || endOfStream
-        || UsageNames.forPath(head.path()) == UsageNames.RESPONSES) {
-      return null; // no body, or the Responses API, which reports usage in every stream
+        || !ApiShapes.forPath(head.path()).injectsIncludeUsage()) {
+      return null; // no body, or an API shape (Responses) that reports usage in every stream
     }
     InjectionOutcome skip = skipReason(head, services.config().classification().stripAcceptEncoding());
     if (skip != null) {
@@ -162,10 +161,6 @@ final class UsageInjection {
 
   /** The response body processors that take the usage event out. */
   ResponseProcessors processors() {
-    return new UsageRemovingProcessors(
-        services.processors(),
-        services.json(),
-        services.config().limits().maxEventBytes(),
-        services.metrics()::injectedUsageEvent);
+    return services.processors().removingInjectedUsage(services.metrics()::injectedUsageEvent);
   }
 }

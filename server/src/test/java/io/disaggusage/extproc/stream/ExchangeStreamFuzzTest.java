@@ -19,11 +19,11 @@ import io.disaggusage.extproc.sse.SseItem;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.testkit.FuzzInput;
+import io.disaggusage.extproc.usage.ApiShape;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
-import io.disaggusage.extproc.usage.UsageNames;
-import io.disaggusage.extproc.usage.UsageRule;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -133,9 +133,7 @@ public class ExchangeStreamFuzzTest {
       return;
     }
     ContextUsage c = contextUsage(base);
-    UsageNames names = UsageNames.forPath(gen.path());
-    // The stream delivers exactly the core rewriter's output; what that output is (the usage rule, the
-    // bytes around usage untouched) is JsonUsageRewriterFuzzTest's property, checked on the same seeds.
+    ApiShape names = ApiShapes.forPath(gen.path());
     JsonUsageRewriter rewriter = new JsonUsageRewriter(JSON, 64 * 1024);
     if (!sse) {
       assertThat(out).isEqualTo(((JsonUsageRewriter.Rewritten) rewriter.rewrite(body, c, names)).document());
@@ -156,7 +154,7 @@ public class ExchangeStreamFuzzTest {
 
   static ContextUsage contextUsage(Vector v) throws Exception {
     byte[] doc = v.context().responseBody();
-    return UsageRule.context(UsageDocument.parse(JSON, doc).usage(), doc).orElseThrow();
+    return ApiShapes.context(UsageDocument.parse(JSON, doc).usage(), doc).orElseThrow();
   }
 
 }

@@ -1,33 +1,76 @@
 package io.disaggusage.extproc.usage;
 
 import io.disaggusage.extproc.json.ByteEdits;
-import io.disaggusage.extproc.json.JsonObjectView;
 import io.disaggusage.extproc.json.JsonObjectView.Member;
+import io.disaggusage.extproc.json.JsonObjectView;
 import java.math.BigInteger;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
- * The rewrite rule for an Anthropic Messages usage object (behaviour.md, "Anthropic Messages").
+ * The Anthropic Messages API ({@code /v1/messages}) and its rewrite rule (behaviour.md, "Anthropic
+ * Messages"). Usage sits at the root ({@code message_delta}, JSON bodies) and inside {@code message}
+ * ({@code message_start}); there is no details object: the cache counts are top-level members.
  * Anthropic's {@code input_tokens} counts only the input neither read from nor written to the cache,
  * so the prompt is split three ways: {@code input_tokens + cache_read_input_tokens +
  * cache_creation_input_tokens} is the whole prompt. All three come from the context worker ({@code C}),
  * {@code output_tokens} from the generation worker ({@code G}); there is no total. The three prompt
  * counts always add up to C's prompt, so a client's sum is right whichever members it reads.
  */
-final class MessagesUsageRule {
-  private static final String INPUT = UsageNames.MESSAGES.prompt();
-  private static final String OUTPUT = UsageNames.MESSAGES.completion();
+final class MessagesShape implements ApiShape {
+  private static final String INPUT = "input_tokens";
+  private static final String OUTPUT = "output_tokens";
+  /** Input tokens read from the prompt cache. */
+  static final String CACHE_READ = "cache_read_input_tokens";
+  /** Input tokens written to the prompt cache. */
+  static final String CACHE_CREATION = "cache_creation_input_tokens";
 
-  private MessagesUsageRule() {}
+  MessagesShape() {}
 
-  /** Applies the rule to {@code g}, the generation worker's usage object. */
-  static UsageRule.Result apply(ContextUsage c, JsonObjectView g) {
+  @Override
+  public boolean serves(String path) {
+    return path.endsWith("/messages");
+  }
+
+  @Override
+  public Set<String> usageContainers() {
+    return Set.of("message");
+  }
+
+  @Override
+  public Set<String> usageDetailObjects() {
+    return Set.of();
+  }
+
+  @Override
+  public String promptMember() {
+    return INPUT;
+  }
+
+  /** An object stating {@code input_tokens} and a cache count (without one it reads as Responses). */
+  @Override
+  public boolean recognises(Set<String> usageMembers) {
+    return usageMembers.contains(INPUT)
+        && (usageMembers.contains(CACHE_READ) || usageMembers.contains(CACHE_CREATION));
+  }
+
+  /**
+   * Like every handled path but the Responses API's (behaviour.md, "Request headers"): the request
+   * body is read, and edited only when it streams without asking for usage the OpenAI way.
+   */
+  @Override
+  public boolean injectsIncludeUsage() {
+    return true;
+  }
+
+  @Override
+  public UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc) {
     Member gInput = g.get(INPUT);
     Member gOutput = g.get(OUTPUT);
-    Member gRead = g.get(UsageNames.CACHE_READ);
-    Member gCreation = g.get(UsageNames.CACHE_CREATION);
+    Member gRead = g.get(CACHE_READ);
+    Member gCreation = g.get(CACHE_CREATION);
     if (gOutput == null || !gOutput.isNonNegativeInteger()) {
       return new UsageRule.Invalid(OUTPUT + " is missing or not a non-negative integer");
     }
@@ -51,21 +94,22 @@ final class MessagesUsageRule {
     set(g, gInput, INPUT, input, true, edits);
     // Cache members G lacks are added only when C states its split; ones G has are always set, so
     // G's inflated cache read never survives next to C's input count.
-    set(g, gRead, UsageNames.CACHE_READ, read, split, edits);
-    set(g, gCreation, UsageNames.CACHE_CREATION, creation, split, edits);
+    set(g, gRead, CACHE_READ, read, split, edits);
+    set(g, gCreation, CACHE_CREATION, creation, split, edits);
     BigInteger output = gOutput.integer();
     BigInteger reported = gRead == null ? null : gRead.integer();
     return new UsageRule.Applied(edits, new UsageFigures(prompt, read, output, prompt.add(output), reported));
   }
 
   /**
-   * Reads {@code C} from an Anthropic usage object; empty when {@code input_tokens} is missing or not a
-   * non-negative integer, or a present non-null cache count is not one.
+   * {@inheritDoc} Empty when {@code input_tokens} is missing or not a non-negative integer, or a
+   * present non-null cache count is not one.
    */
-  static Optional<ContextUsage> context(JsonObjectView c) {
+  @Override
+  public Optional<ContextUsage> context(JsonObjectView c, byte[] doc) {
     Member input = c.get(INPUT);
-    Member read = c.get(UsageNames.CACHE_READ);
-    Member creation = c.get(UsageNames.CACHE_CREATION);
+    Member read = c.get(CACHE_READ);
+    Member creation = c.get(CACHE_CREATION);
     if (input == null || !input.isNonNegativeInteger() || !countOrNull(read) || !countOrNull(creation)) {
       return Optional.empty();
     }
@@ -74,17 +118,17 @@ final class MessagesUsageRule {
     BigInteger prompt = input.integer().add(readCount).add(orZero(creationCount));
     Map<String, String> details = new LinkedHashMap<>();
     if (stated(read)) {
-      details.put(UsageNames.CACHED, readCount.toString());
+      details.put(OpenAiShape.CACHED, readCount.toString());
     }
     return Optional.of(new ContextUsage(prompt, details, readCount, creationCount));
   }
 
-  /** The figures an Anthropic usage object states about itself; null members where it states nothing. */
-  static UsageFigures figuresOf(JsonObjectView usage) {
-    BigInteger input = integer(usage.get(INPUT));
-    BigInteger read = integer(usage.get(UsageNames.CACHE_READ));
-    BigInteger creation = integer(usage.get(UsageNames.CACHE_CREATION));
-    BigInteger output = integer(usage.get(OUTPUT));
+  @Override
+  public UsageFigures figuresOf(JsonObjectView usage) {
+    BigInteger input = UsageRule.integer(usage.get(INPUT));
+    BigInteger read = UsageRule.integer(usage.get(CACHE_READ));
+    BigInteger creation = UsageRule.integer(usage.get(CACHE_CREATION));
+    BigInteger output = UsageRule.integer(usage.get(OUTPUT));
     BigInteger prompt = input == null ? null : input.add(orZero(read)).add(orZero(creation));
     BigInteger total = prompt == null || output == null ? null : prompt.add(output);
     return new UsageFigures(prompt, read, output, total, read);
@@ -109,10 +153,6 @@ final class MessagesUsageRule {
 
   private static boolean stated(Member m) {
     return m != null && !m.isNull();
-  }
-
-  private static BigInteger integer(Member m) {
-    return m == null ? null : m.integer();
   }
 
   private static BigInteger orZero(BigInteger n) {

@@ -1,22 +1,30 @@
-package io.disaggusage.extproc.inject;
+package io.disaggusage.extproc.rewrite;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.inject.InjectedUsageEvents;
+import io.disaggusage.extproc.inject.UsageRemoval;
 import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.usage.ApiShapes;
+import io.disaggusage.extproc.usage.JsonUsageRewriter;
 import io.disaggusage.extproc.usage.UsageDocument;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.function.Function;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Taking usage-only events out of a stream: exactly those go, every other byte stays, and the output
- * is the same for every chunking (every split into two and three pieces, one byte at a time, random).
+ * Taking usage-only events out of a stream, as a context observer forwards it and as a generation
+ * rewriter without context usage does (neither changes anything else): exactly those go, every other
+ * byte stays, and the output is the same for every chunking (every split into two and three pieces,
+ * one byte at a time, random).
  */
-class UsageEventRemoverTest {
+class UsageOnlyEventCasesTest {
   static final JsonFactory JSON = UsageDocument.newFactory(1 << 20);
   static final String ID = "\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1764400000,\"model\":\"m\"";
   static final String USAGE = "{\"prompt_tokens\":1200,\"completion_tokens\":42,\"total_tokens\":1242,\"prompt_tokens_details\":{\"cached_tokens\":16}}";
@@ -78,13 +86,32 @@ class UsageEventRemoverTest {
   }
 
   static String run(String in, Chunking chunking, int maxEvent, int[] removed) {
-    UsageEventRemover remover = new UsageEventRemover(JSON, maxEvent);
+    String context = run(in, chunking, removed, results -> new ContextSseObserver(JSON, maxEvent, results));
+    int contextRemoved = removed[0];
+    String generation = run(in, chunking, removed, results -> {
+      var rewriter = new GenerationSseRewriter(
+          new JsonUsageRewriter(JSON, 65536), JSON, ApiShapes.CHAT, maxEvent, 1 << 20, results);
+      rewriter.resolveContext(null, Outcome.PASSTHROUGH_NO_CONTEXT);
+      return rewriter;
+    });
+    assertThat(generation).as("generation leg").isEqualTo(context);
+    assertThat(removed[0]).as("generation leg").isEqualTo(contextRemoved);
+    return context;
+  }
+
+  private static String run(
+      String in, Chunking chunking, int[] removed, Function<InjectedUsageEvents, ResponseBodyProcessor> processor) {
+    List<UsageRemoval> results = new ArrayList<>();
+    ResponseBodyProcessor p = processor.apply(new InjectedUsageEvents(JSON, results::add));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (byte[] chunk : chunking.split(in.getBytes(StandardCharsets.UTF_8))) {
-      out.writeBytes(remover.filter(chunk));
+      p.accept(chunk);
+      out.writeBytes(p.takeReady());
     }
-    out.writeBytes(remover.finish());
-    removed[0] = remover.removed();
+    p.finish();
+    out.writeBytes(p.takeReady());
+    assertThat(results).hasSize(1);
+    removed[0] = results.get(0) == UsageRemoval.REMOVED ? 1 : 0;
     return out.toString(StandardCharsets.UTF_8);
   }
 

@@ -1,18 +1,17 @@
-package io.disaggusage.extproc.inject;
+package io.disaggusage.extproc.rewrite;
 
-import static io.disaggusage.extproc.inject.UsageEventRemoverTest.DONE;
-import static io.disaggusage.extproc.inject.UsageEventRemoverTest.JSON;
-import static io.disaggusage.extproc.inject.UsageEventRemoverTest.USAGE_EVENT;
-import static io.disaggusage.extproc.inject.UsageEventRemoverTest.content;
+import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.DONE;
+import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.JSON;
+import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.USAGE_EVENT;
+import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.content;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.rewrite.ContextSseObserver;
-import io.disaggusage.extproc.rewrite.GenerationSseRewriter;
-import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.inject.InjectedUsageEvents;
+import io.disaggusage.extproc.inject.UsageRemoval;
 import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
-import io.disaggusage.extproc.usage.UsageNames;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -22,11 +21,11 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * The usual processors with the injected usage event taken out: the report keeps the (corrected)
- * numbers, the client bytes lose exactly the usage event, content is released as early as without the
- * removal, and the result is reported once.
+ * The SSE processors taking the injected usage event out: the report keeps the (corrected) numbers,
+ * the client bytes lose exactly the usage event, content is released as early as without the removal,
+ * and the result is reported once.
  */
-class UsageRemovingProcessorTest {
+class UsageOnlyEventRemovalTest {
   static final ContextUsage CTX =
       new ContextUsage(BigInteger.valueOf(1200), Map.of("cached_tokens", "7"), BigInteger.valueOf(7));
   static final String BODY = content("Par") + content("is");
@@ -34,9 +33,13 @@ class UsageRemovingProcessorTest {
 
   final List<UsageRemoval> results = new ArrayList<>();
 
-  UsageRemovingProcessor generation() {
-    var rewriter = new GenerationSseRewriter(new JsonUsageRewriter(JSON, 65536), JSON, UsageNames.CHAT, 1 << 16, 1 << 20);
-    return new UsageRemovingProcessor(rewriter, new UsageEventRemover(JSON, 1 << 16), results::add);
+  GenerationSseRewriter generation() {
+    return new GenerationSseRewriter(
+        new JsonUsageRewriter(JSON, 65536), JSON, ApiShapes.CHAT, 1 << 16, 1 << 20, injected());
+  }
+
+  InjectedUsageEvents injected() {
+    return new InjectedUsageEvents(JSON, results::add);
   }
 
   static byte[] utf8(String s) {
@@ -47,7 +50,7 @@ class UsageRemovingProcessorTest {
   void theRewrittenUsageIsReportedAndTheEventRemovedForEveryChunking() {
     for (Chunking chunking : List.of(Chunking.whole(), Chunking.bytewise(), Chunking.fixed(13), Chunking.random(7, 50))) {
       results.clear();
-      UsageRemovingProcessor p = generation();
+      GenerationSseRewriter p = generation();
       p.resolveContext(CTX, null);
       ByteArrayOutputStream out = new ByteArrayOutputStream();
       for (byte[] chunk : chunking.split(utf8(STREAM))) {
@@ -66,7 +69,7 @@ class UsageRemovingProcessorTest {
 
   @Test
   void whileTheUsageWaitsForContextContentFlowsAndTheEndWaitsWithIt() {
-    UsageRemovingProcessor p = generation();
+    GenerationSseRewriter p = generation();
     p.accept(utf8(BODY + USAGE_EVENT));
     assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).isEqualTo(BODY);
     assertThat(p.wantsContext()).isTrue();
@@ -83,22 +86,51 @@ class UsageRemovingProcessorTest {
 
   @Test
   void contentLeavesAsItCame() {
-    // Whole content events pass the remover as the very same array (no copy, no body mutation).
-    UsageEventRemover remover = new UsageEventRemover(JSON, 1 << 16);
-    byte[] whole = utf8(content("a") + content("b"));
-    assertThat(remover.filter(whole)).isSameAs(whole);
-    // A content event cut after its "choices":[{ goes out up to the cut, as without the removal.
-    UsageRemovingProcessor p = generation();
+    // Whole content events leave as the very same array (no copy, no body mutation).
+    GenerationSseRewriter p = generation();
     p.resolveContext(CTX, null);
+    byte[] whole = utf8(content("a") + content("b"));
+    p.accept(whole);
+    assertThat(p.takeReady()).isSameAs(whole);
+    // A content event cut after its "choices":[{ goes out up to the cut, as without the removal.
     String next = content("c");
     int cut = next.indexOf("[{") + 2;
     p.accept(utf8(next.substring(0, cut)));
     assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).isEqualTo(next.substring(0, cut));
+    // Nor does the context observer keep content back.
+    ContextSseObserver observer = new ContextSseObserver(JSON, 1 << 16, injected());
+    observer.accept(whole);
+    assertThat(observer.takeReady()).isEqualTo(whole);
+    observer.accept(utf8(next.substring(0, cut)));
+    assertThat(new String(observer.takeReady(), StandardCharsets.UTF_8)).isEqualTo(next.substring(0, cut));
+    // A usage-only event's start waits for its end, and then goes nowhere.
+    int usageCut = USAGE_EVENT.indexOf("[]") + 1;
+    observer.accept(utf8(next.substring(cut) + USAGE_EVENT.substring(0, usageCut)));
+    assertThat(new String(observer.takeReady(), StandardCharsets.UTF_8)).isEqualTo(next.substring(cut));
+    observer.accept(utf8(USAGE_EVENT.substring(usageCut)));
+    assertThat(observer.takeReady()).isEmpty();
+  }
+
+  @Test
+  void aUsageEventThatWouldLeaveEarlyWithoutTheRemovalWaitsForItsEnd() {
+    // Without the removal the start of an event goes out up to its "usage" key; with it, not a byte
+    // of a usage-only event does.
+    GenerationSseRewriter p = generation();
+    p.resolveContext(CTX, null);
+    int cut = USAGE_EVENT.indexOf("\"usage\"") + 3;
+    p.accept(utf8(BODY + USAGE_EVENT.substring(0, cut)));
+    assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).isEqualTo(BODY);
+    p.accept(utf8(USAGE_EVENT.substring(cut) + DONE));
+    assertThat(new String(p.takeReady(), StandardCharsets.UTF_8)).isEqualTo(DONE);
+    assertThat(p.usageReleased()).isZero();
+    p.finish();
+    assertThat(p.takeReady()).isEmpty();
+    assertThat(results).containsExactly(UsageRemoval.REMOVED);
   }
 
   @Test
   void aStreamWithoutUsageReportsAbsentAndAnAbandonedOneLeaked() {
-    UsageRemovingProcessor p = generation();
+    GenerationSseRewriter p = generation();
     p.resolveContext(CTX, null);
     p.accept(utf8(BODY + DONE));
     p.finish();
@@ -107,7 +139,7 @@ class UsageRemovingProcessorTest {
     assertThat(results).containsExactly(UsageRemoval.ABSENT);
 
     results.clear();
-    UsageRemovingProcessor q = generation();
+    GenerationSseRewriter q = generation();
     q.resolveContext(CTX, null);
     String partialUsage = USAGE_EVENT.substring(0, 40);
     q.accept(utf8(BODY + partialUsage));
@@ -118,8 +150,7 @@ class UsageRemovingProcessorTest {
 
   @Test
   void theContextObserverStillReadsTheUsageItNoLongerForwards() {
-    var observer = new UsageRemovingContextObserver(
-        new ContextSseObserver(JSON, 1 << 16), new UsageEventRemover(JSON, 1 << 16), results::add);
+    var observer = new ContextSseObserver(JSON, 1 << 16, injected());
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (byte[] chunk : Chunking.fixed(9).split(utf8(STREAM))) {
       observer.accept(chunk);
