@@ -5,7 +5,7 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.exchange.ProcessorFactory;
-import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.exchange.GenerationRewriter;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageNames;
@@ -51,7 +51,7 @@ public final class Fixtures {
    * @return the bytes that went out (so the work cannot be optimised away)
    */
   public static long generation(ProcessorFactory factory, boolean eventStream, List<byte[]> chunks) {
-    ResponseBodyProcessor p = factory.generation(eventStream, CHAT);
+    GenerationRewriter p = factory.generation(eventStream, CHAT);
     p.resolveContext(CONTEXT, null);
     long out = 0;
     for (byte[] chunk : chunks) {
@@ -64,7 +64,7 @@ public final class Fixtures {
 
   /** Like {@link #generation} but returns the output, for correctness checks. */
   public static byte[] generationOutput(ProcessorFactory factory, boolean eventStream, List<byte[]> chunks) {
-    ResponseBodyProcessor p = factory.generation(eventStream, CHAT);
+    GenerationRewriter p = factory.generation(eventStream, CHAT);
     p.resolveContext(CONTEXT, null);
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     for (byte[] chunk : chunks) {

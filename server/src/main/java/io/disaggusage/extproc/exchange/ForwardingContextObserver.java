@@ -1,10 +1,8 @@
 package io.disaggusage.extproc.exchange;
 
-import io.disaggusage.extproc.usage.ContextUsage;
-
 /**
  * The common part of the context-leg observers: every chunk is forwarded unchanged at once (nothing
- * is ever held, nothing waits for context usage); subclasses only read what passes.
+ * is ever held); subclasses only read what passes.
  */
 abstract class ForwardingContextObserver implements ContextObserver {
   private byte[] ready = Bytes.EMPTY;
@@ -37,19 +35,6 @@ abstract class ForwardingContextObserver implements ContextObserver {
     ready = Bytes.EMPTY;
     return out;
   }
-
-  @Override
-  public final boolean wantsContext() {
-    return false;
-  }
-
-  @Override
-  public final boolean waiting() {
-    return false;
-  }
-
-  @Override
-  public final void resolveContext(ContextUsage context, Outcome reasonIfNull) {}
 
   @Override
   public final byte[] abandon() {

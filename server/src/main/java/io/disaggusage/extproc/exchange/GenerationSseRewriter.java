@@ -23,7 +23,7 @@ import java.util.List;
  * up ({@link #resolveContext} with null). Held bytes are bounded by {@code maxHeldBytes}; beyond it
  * they are released unmodified and the exchange counts as oversize.
  */
-public final class GenerationSseRewriter implements ResponseBodyProcessor {
+public final class GenerationSseRewriter implements GenerationRewriter {
   private final JsonUsageRewriter rewriter;
   private final JsonFactory json;
   private final UsageNames names;

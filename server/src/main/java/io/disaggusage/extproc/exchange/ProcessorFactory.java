@@ -25,7 +25,7 @@ public final class ProcessorFactory implements ResponseProcessors {
   }
 
   @Override
-  public ResponseBodyProcessor generation(boolean eventStream, UsageNames names) {
+  public GenerationRewriter generation(boolean eventStream, UsageNames names) {
     return eventStream
         ? new GenerationSseRewriter(rewriter, json, names, limits.maxEventBytes(), limits.maxBodyBytes())
         : new GenerationJsonRewriter(rewriter, names, limits.maxBodyBytes());

@@ -7,5 +7,5 @@ public interface ResponseProcessors {
 
   ContextObserver context(boolean eventStream);
 
-  ResponseBodyProcessor generation(boolean eventStream, UsageNames names);
+  GenerationRewriter generation(boolean eventStream, UsageNames names);
 }

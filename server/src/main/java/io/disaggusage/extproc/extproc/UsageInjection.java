@@ -1,10 +1,8 @@
 package io.disaggusage.extproc.extproc;
 
 import com.google.protobuf.ByteString;
-import io.disaggusage.extproc.classify.RequestFacts;
 import io.disaggusage.extproc.classify.RequestHead;
 import io.disaggusage.extproc.exchange.Bytes;
-import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.inject.IncludeUsageInjector;
 import io.disaggusage.extproc.inject.InjectionOutcome;
@@ -15,7 +13,6 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import java.util.Arrays;
 import java.util.Locale;
-import java.util.function.Supplier;
 
 /**
  * {@code streaming.inject_include_usage} for one exchange, between Envoy's messages and the pure
@@ -29,27 +26,22 @@ final class UsageInjection {
   static final String MSGPACK_HEADER = "x-trtllm-msgpack";
 
   private final ExchangeServices services;
-  private final RequestHead head;
-  private final Supplier<RequestFacts> facts;
   private IncludeUsageInjector injector;
   /** Request bytes given back when the rewrite stopped early; they go out with the next chunk. */
   private byte[] pending = Bytes.EMPTY;
   private boolean injected;
   private boolean removesUsage;
 
-  private UsageInjection(ExchangeServices services, RequestHead head, Supplier<RequestFacts> facts) {
+  private UsageInjection(ExchangeServices services) {
     this.services = services;
-    this.head = head;
-    this.facts = facts;
     this.injector = new IncludeUsageInjector(services.config().limits().maxBodyBytes());
   }
 
   /**
    * For a handled request with a body: the injection, or null when it is off or cannot apply
-   * (counted). {@code facts} reads what the request body scanner found so far.
+   * (counted).
    */
-  static UsageInjection begin(
-      ExchangeServices services, RequestHead head, boolean endOfStream, Supplier<RequestFacts> facts) {
+  static UsageInjection begin(ExchangeServices services, RequestHead head, boolean endOfStream) {
     if (!services.config().streaming().injectIncludeUsage()
         || endOfStream
         || UsageNames.forPath(head.path()) == UsageNames.RESPONSES) {
@@ -60,7 +52,7 @@ final class UsageInjection {
       services.metrics().injection(skip);
       return null;
     }
-    return new UsageInjection(services, head, facts);
+    return new UsageInjection(services);
   }
 
   /** Why a request cannot be rewritten, judged from its headers; null when it may be. */
@@ -93,8 +85,13 @@ final class UsageInjection {
         : EnvoyMessages.removeHeaders("content-length");
   }
 
-  /** The replacement for one request body chunk, or null to forward it as it came. */
-  ByteString onRequestBody(HttpBody chunk, boolean abandoned) {
+  /**
+   * The replacement for one request body chunk, or null to forward it as it came.
+   *
+   * @param classification the classification of the request as read so far, asked once the request
+   *     object is complete: whether it is a leg whose response the service reads
+   */
+  ByteString onRequestBody(HttpBody chunk, boolean abandoned, IncludeUsageInjector.LegProbe classification) {
     if (injector != null && abandoned) {
       stop(); // the response side is gone: nothing could take the usage event out again
     }
@@ -107,17 +104,11 @@ final class UsageInjection {
       return ByteString.copyFrom(out);
     }
     byte[] in = BodyBytes.of(chunk.getBody());
-    byte[] out = injector.accept(in, chunk.getEndOfStream(), this::eligibleLeg);
+    byte[] out = injector.accept(in, chunk.getEndOfStream(), classification);
     if (injector.outcome() != null) {
       finished();
     }
     return out == in || Arrays.equals(out, in) ? null : ByteString.copyFrom(out);
-  }
-
-  /** Whether the request, read in full, is a leg whose response the service reads. */
-  private boolean eligibleLeg() {
-    Phase phase = services.classifier().classify(head, facts.get()).phase();
-    return phase == Phase.CONTEXT || phase == Phase.GENERATION;
   }
 
   private void stop() {

@@ -9,19 +9,25 @@ import java.util.function.Consumer;
  * caused (SGLang context legs stream when the client did): the observer still reads the usage, and
  * the orchestrator receives the stream it would have received.
  */
-public final class UsageRemovingContextObserver extends UsageRemovingProcessor implements ContextObserver {
+public final class UsageRemovingContextObserver extends UsageRemovingFilter<ContextObserver>
+    implements ContextObserver {
 
   public UsageRemovingContextObserver(ContextObserver inner, UsageEventRemover remover, Consumer<UsageRemoval> result) {
     super(inner, remover, result);
   }
 
   @Override
+  protected boolean innerWaiting() {
+    return false; // an observer forwards every byte at once
+  }
+
+  @Override
   public ContextObservation observation() {
-    return ((ContextObserver) inner()).observation();
+    return inner.observation();
   }
 
   @Override
   public boolean contentEnded() {
-    return ((ContextObserver) inner()).contentEnded();
+    return inner.contentEnded();
   }
 }

@@ -1,57 +1,21 @@
 package io.disaggusage.extproc.inject;
 
-import io.disaggusage.extproc.exchange.Bytes;
-import io.disaggusage.extproc.exchange.ExchangeReport;
+import io.disaggusage.extproc.exchange.GenerationRewriter;
 import io.disaggusage.extproc.exchange.Outcome;
-import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.util.function.Consumer;
 
-/**
- * A response body processor whose output loses the usage-only events the service's own request edit
- * caused. The wrapped processor sees every byte as the engine sent it, so its report (metrics,
- * dynamic metadata) has the usage numbers — corrected where it corrects them; only what leaves for
- * the client is filtered, by a {@link UsageEventRemover}. The result is reported once: at the end of
- * the body, or {@link UsageRemoval#LEAKED} when the exchange is abandoned before anything was removed.
- */
-public class UsageRemovingProcessor implements ResponseBodyProcessor {
-  private final ResponseBodyProcessor inner;
-  private final UsageEventRemover remover;
-  private final Consumer<UsageRemoval> result;
-  private boolean finished;
-  private boolean done;
+/** A generation rewriter whose output loses the usage-only events the service's request edit caused. */
+public final class UsageRemovingProcessor extends UsageRemovingFilter<GenerationRewriter>
+    implements GenerationRewriter {
 
-  public UsageRemovingProcessor(ResponseBodyProcessor inner, UsageEventRemover remover, Consumer<UsageRemoval> result) {
-    this.inner = inner;
-    this.remover = remover;
-    this.result = result;
-  }
-
-  /** The wrapped processor. */
-  protected ResponseBodyProcessor inner() {
-    return inner;
+  public UsageRemovingProcessor(GenerationRewriter inner, UsageEventRemover remover, Consumer<UsageRemoval> result) {
+    super(inner, remover, result);
   }
 
   @Override
-  public void accept(byte[] chunk) {
-    inner.accept(chunk);
-  }
-
-  @Override
-  public void finish() {
-    inner.finish();
-    finished = true;
-  }
-
-  @Override
-  public byte[] takeReady() {
-    byte[] ready = remover.filter(inner.takeReady());
-    if (finished && !done && !inner.waiting()) {
-      // Everything the engine sent has come through: the last, unterminated event is judged now.
-      ready = Bytes.concat(ready, remover.finish());
-      report(remover.removed() > 0 ? UsageRemoval.REMOVED : UsageRemoval.ABSENT);
-    }
-    return ready;
+  protected boolean innerWaiting() {
+    return inner.waiting();
   }
 
   @Override
@@ -70,22 +34,7 @@ public class UsageRemovingProcessor implements ResponseBodyProcessor {
   }
 
   @Override
-  public byte[] abandon() {
-    // What the remover holds came out of the processor first, so it goes first.
-    byte[] held = Bytes.concat(remover.abandon(), inner.abandon());
-    report(remover.removed() > 0 ? UsageRemoval.REMOVED : UsageRemoval.LEAKED);
-    return held;
-  }
-
-  @Override
-  public ExchangeReport report() {
-    return inner.report();
-  }
-
-  private void report(UsageRemoval removal) {
-    if (!done) {
-      done = true;
-      result.accept(removal);
-    }
+  public int usageReleased() {
+    return inner.usageReleased();
   }
 }

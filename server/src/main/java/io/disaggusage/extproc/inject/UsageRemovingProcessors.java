@@ -2,7 +2,7 @@ package io.disaggusage.extproc.inject;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.exchange.ContextObserver;
-import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.exchange.GenerationRewriter;
 import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.usage.UsageNames;
 import java.util.function.Consumer;
@@ -33,8 +33,8 @@ public final class UsageRemovingProcessors implements ResponseProcessors {
   }
 
   @Override
-  public ResponseBodyProcessor generation(boolean eventStream, UsageNames names) {
-    ResponseBodyProcessor processor = usual.generation(eventStream, names);
+  public GenerationRewriter generation(boolean eventStream, UsageNames names) {
+    GenerationRewriter processor = usual.generation(eventStream, names);
     return eventStream ? new UsageRemovingProcessor(processor, remover(), result) : processor;
   }
 

@@ -13,7 +13,7 @@ import ch.qos.logback.core.read.ListAppender;
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.exchange.ContextObserver;
-import io.disaggusage.extproc.exchange.ResponseBodyProcessor;
+import io.disaggusage.extproc.exchange.GenerationRewriter;
 import io.disaggusage.extproc.scenario.Flows;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.disaggusage.extproc.scenario.Wire;
@@ -188,7 +188,7 @@ class ExchangeLogTest {
    * first (as a real processor holds what it was given), so the fail-open path can give it back.
    */
   static final class QuotingFailure extends DelegatingProcessor {
-    QuotingFailure(ResponseBodyProcessor delegate) {
+    QuotingFailure(GenerationRewriter delegate) {
       super(delegate);
     }
 
