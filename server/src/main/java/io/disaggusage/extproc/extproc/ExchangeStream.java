@@ -187,7 +187,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     replies.complete(
         slot,
         EnvoyMessages.body(
-            true, injection == null ? null : injection.onRequestBody(chunk, abandoned, this::readsResponse), null));
+            true, injection == null ? null : injection.onRequestBody(chunk, abandoned, this::classificationSoFar), null));
     if (chunk.getEndOfStream()) {
       requestEnded = true;
       endScan();
@@ -195,13 +195,14 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
   }
 
   /**
-   * Whether the request as read so far is a leg whose response the service reads: asked by the usage
-   * injection once the request object is complete.
+   * The request's classification: the one decided, or, while the body is still being read, that of
+   * what has been read so far (the usage injection asks once the request object is complete).
    */
-  private boolean readsResponse() {
-    RequestFacts facts = scanner != null ? scanner.facts() : RequestFacts.NONE;
-    Phase phase = services.classifier().classify(head, facts).phase();
-    return phase == Phase.CONTEXT || phase == Phase.GENERATION;
+  private Classification classificationSoFar() {
+    if (classification != null) {
+      return classification;
+    }
+    return services.classifier().classify(head, scanner != null ? scanner.facts() : RequestFacts.NONE);
   }
 
   /** The request body has been read as far as it will be: what was read decides. */

@@ -1,8 +1,10 @@
 package io.disaggusage.extproc.extproc;
 
 import com.google.protobuf.ByteString;
+import io.disaggusage.extproc.classify.Classification;
 import io.disaggusage.extproc.classify.RequestHead;
 import io.disaggusage.extproc.exchange.Bytes;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.exchange.ResponseProcessors;
 import io.disaggusage.extproc.inject.IncludeUsageInjector;
 import io.disaggusage.extproc.inject.InjectionOutcome;
@@ -13,6 +15,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.function.Supplier;
 
 /**
  * {@code streaming.inject_include_usage} for one exchange, between Envoy's messages and the pure
@@ -88,10 +91,10 @@ final class UsageInjection {
   /**
    * The replacement for one request body chunk, or null to forward it as it came.
    *
-   * @param classification the classification of the request as read so far, asked once the request
-   *     object is complete: whether it is a leg whose response the service reads
+   * @param classification the request's classification as read so far; asked once the request object
+   *     is complete, to learn whether it is a leg whose response the service reads
    */
-  ByteString onRequestBody(HttpBody chunk, boolean abandoned, IncludeUsageInjector.LegProbe classification) {
+  ByteString onRequestBody(HttpBody chunk, boolean abandoned, Supplier<Classification> classification) {
     if (injector != null && abandoned) {
       stop(); // the response side is gone: nothing could take the usage event out again
     }
@@ -104,11 +107,17 @@ final class UsageInjection {
       return ByteString.copyFrom(out);
     }
     byte[] in = BodyBytes.of(chunk.getBody());
-    byte[] out = injector.accept(in, chunk.getEndOfStream(), classification);
+    byte[] out = injector.accept(in, chunk.getEndOfStream(), () -> readsResponse(classification.get()));
     if (injector.outcome() != null) {
       finished();
     }
     return out == in || Arrays.equals(out, in) ? null : ByteString.copyFrom(out);
+  }
+
+  /** Whether the service reads the response of a request so classified (and can take the event out). */
+  private static boolean readsResponse(Classification classification) {
+    Phase phase = classification.phase();
+    return phase == Phase.CONTEXT || phase == Phase.GENERATION;
   }
 
   private void stop() {
