@@ -20,7 +20,10 @@ import java.util.List;
  * generation call may follow at once.
  */
 final class ContextLeg implements Leg {
-  private final Tools tools;
+  private final ExchangeServices services;
+  private final ReplyQueue replies;
+  private final ExchangeRecord record;
+  private final Host host;
   private final ContextObserver observer;
   private final ContextStoreKeys keys;
   /** What this leg shares with the generation leg of its flow, or null (see {@link PromptFingerprint}). */
@@ -30,7 +33,10 @@ final class ContextLeg implements Leg {
   private boolean abandoned;
 
   ContextLeg(Tools tools, ContextObserver observer, ContextStoreKeys keys, PromptFingerprint fingerprint) {
-    this.tools = tools;
+    this.services = tools.services();
+    this.replies = tools.replies();
+    this.record = tools.record();
+    this.host = tools.host();
     this.observer = observer;
     this.keys = keys;
     this.fingerprint = fingerprint;
@@ -44,13 +50,13 @@ final class ContextLeg implements Leg {
     if (end) {
       observer.finish();
     }
-    byte[] ready = tools.replies().owe(slot, observer.takeReady());
+    byte[] ready = replies.owe(slot, observer.takeReady());
     if (!settled && (end || observer.contentEnded())) {
       settled = true;
       store(observer.observation(), slot, bytes, ready);
       return;
     }
-    tools.replies().complete(slot, tools.replies().bodyReply(bytes, ready, null));
+    replies.complete(slot, replies.bodyReply(bytes, ready, null));
   }
 
   private void store(ContextObservation observation, ReplyQueue.Slot slot, byte[] original, byte[] ready) {
@@ -58,45 +64,42 @@ final class ContextLeg implements Leg {
       answer(slot, original, ready, observation.outcome());
       return;
     }
-    tools.record().storing(observation.usage());
+    record.storing(observation.usage());
     List<CorrelationKey> storeKeys = keys.with(observation.contextIds());
     if (storeKeys.isEmpty()) {
       answer(slot, original, ready, Outcome.PASSTHROUGH_NO_CONTEXT);
       return;
     }
-    tools.record().storingUnder(storeKeys.get(0));
+    record.storingUnder(storeKeys.get(0));
     // This reply waits for the write, and the replies behind it with it: the client cannot have the
     // whole response before the usage is in the store, so a context-first lookup finds it (§4).
-    tools
-        .services()
+    services
         .store()
         .put(storeKeys, fingerprint, observation.usage())
-        .whenComplete(
-            (ok, error) -> tools.host().resume(() -> onStored(slot, original, ready, error)));
+        .whenComplete((ok, error) -> host.resume(() -> onStored(slot, original, ready, error)));
   }
 
   private void onStored(ReplyQueue.Slot slot, byte[] original, byte[] ready, Throwable error) {
-    ExchangeServices services = tools.services();
     if (error != null) {
       services.metrics().storeError(Metrics.StoreOperation.PUT);
       services.warnings().storeWriteFailed(error);
     }
     Outcome outcome = error == null ? Outcome.STORED : Outcome.ERROR;
-    if (tools.host().closed() || abandoned) {
+    if (host.closed() || abandoned) {
       // Nothing to answer any more, or the reply already went out unmodified. Counted all the same:
       // the write landed (or failed) although the client went away meanwhile.
-      tools.record().report(Phase.CONTEXT, outcome);
+      record.report(Phase.CONTEXT, outcome);
       return;
     }
-    tools.replies().hold(slot); // should the answer fail, this reply owes the bytes taken for it
+    replies.hold(slot); // should the answer fail, this reply owes the bytes taken for it
     answer(slot, original, ready, outcome);
   }
 
   /** A context chunk's reply once the exchange's outcome is known. */
   private void answer(ReplyQueue.Slot slot, byte[] original, byte[] ready, Outcome outcome) {
-    ProcessingResponse reply = tools.replies().bodyReply(original, ready, null);
-    tools.record().report(Phase.CONTEXT, outcome);
-    tools.replies().complete(slot, reply);
+    ProcessingResponse reply = replies.bodyReply(original, ready, null);
+    record.report(Phase.CONTEXT, outcome);
+    replies.complete(slot, reply);
   }
 
   @Override
@@ -108,7 +111,7 @@ final class ContextLeg implements Leg {
   @Override
   public void streamEnded(Phase uncounted) {
     if (uncounted != null && !settled) { // a store write under way counts itself when it lands
-      tools.record().report(uncounted, Outcome.RESET);
+      record.report(uncounted, Outcome.RESET);
     }
   }
 }

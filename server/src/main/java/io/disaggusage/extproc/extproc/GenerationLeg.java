@@ -48,7 +48,10 @@ final class GenerationLeg implements Leg {
       boolean requestStillStreaming,
       long announcedLength) {}
 
-  private final Tools tools;
+  private final ExchangeServices services;
+  private final ReplyQueue replies;
+  private final ExchangeRecord record;
+  private final Host host;
   private final Start start;
   private GenerationRewriter rewriter;
   private CompletableFuture<ContextLookup> contextWait;
@@ -58,7 +61,10 @@ final class GenerationLeg implements Leg {
   private boolean abandoned;
 
   GenerationLeg(Tools tools, Start start) {
-    this.tools = tools;
+    this.services = tools.services();
+    this.replies = tools.replies();
+    this.record = tools.record();
+    this.host = tools.host();
     this.start = start;
   }
 
@@ -71,22 +77,20 @@ final class GenerationLeg implements Leg {
       withoutContext(slot, Outcome.PASSTHROUGH_NO_CONTEXT);
     } else {
       boolean concurrent = classification.ordering() == Ordering.CONCURRENT;
-      tools
-          .services()
+      services
           .store()
           .take(classification.keys(), start.fingerprint())
-          .whenComplete(
-              (found, error) -> tools.host().resume(() -> onLookup(slot, concurrent, found, error)));
+          .whenComplete((found, error) -> host.resume(() -> onLookup(slot, concurrent, found, error)));
     }
   }
 
   private void onLookup(ReplyQueue.Slot slot, boolean concurrent, ContextLookup found, Throwable error) {
-    if (tools.host().closed()) {
+    if (host.closed()) {
       return;
     }
     if (error != null) {
-      tools.services().metrics().storeError(Metrics.StoreOperation.TAKE);
-      tools.services().warnings().storeReadFailed(error);
+      services.metrics().storeError(Metrics.StoreOperation.TAKE);
+      services.warnings().storeReadFailed(error);
     }
     ContextUsage context = error == null ? found.usage().orElse(null) : null;
     if (context == null && !concurrent) {
@@ -105,14 +109,12 @@ final class GenerationLeg implements Leg {
       rewriter.resolveContext(context, null);
     }
     // The body may change length: the content-length Envoy saw must not reach the client.
-    tools
-        .replies()
-        .complete(
-            slot,
-            EnvoyMessages.responseHeaders(
-                EnvoyMessages.removeHeaders("content-length"),
-                EnvoyMessages.mode(start.requestStillStreaming(), true, true),
-                null));
+    replies.complete(
+        slot,
+        EnvoyMessages.responseHeaders(
+            EnvoyMessages.removeHeaders("content-length"),
+            EnvoyMessages.mode(start.requestStillStreaming(), true, true),
+            null));
   }
 
   /**
@@ -125,16 +127,15 @@ final class GenerationLeg implements Leg {
       rewriter.resolveContext(null, outcome);
       return;
     }
-    tools.record().report(Phase.GENERATION, outcome);
-    Struct metadata =
-        UsageMetadata.outcomeOnly(namespace(), outcome, tools.record().model());
-    tools.replies().complete(slot, EnvoyMessages.skipResponseBody(start.requestStillStreaming(), metadata));
+    record.report(Phase.GENERATION, outcome);
+    Struct metadata = UsageMetadata.outcomeOnly(namespace(), outcome, record.model());
+    replies.complete(slot, EnvoyMessages.skipResponseBody(start.requestStillStreaming(), metadata));
   }
 
   @Override
   public void onBody(HttpBody chunk, ReplyQueue.Slot slot) {
     if (rewriter == null) {
-      tools.replies().forward(slot, chunk.getBody());
+      replies.forward(slot, chunk.getBody());
       return;
     }
     boolean end = chunk.getEndOfStream();
@@ -143,6 +144,19 @@ final class GenerationLeg implements Leg {
     if (end) {
       rewriter.finish();
     }
+    followWait();
+    byte[] ready = replies.owe(slot, rewriter.takeReady());
+    if (!end) {
+      replies.complete(slot, replies.bodyReply(bytes, ready, releasedUsageMetadata()));
+    } else if (rewriter.waiting()) {
+      holdLast(slot, bytes);
+    } else {
+      complete(slot, bytes, ready);
+    }
+  }
+
+  /** Starts the wait once the rewriter asks for the context usage, withdraws it once it gave up. */
+  private void followWait() {
     if (rewriter.wantsContext() && contextWait == null) {
       awaitContext();
     } else if (contextWait != null && !contextWait.isDone() && !rewriter.waiting() && !rewriter.wantsContext()) {
@@ -150,23 +164,20 @@ final class GenerationLeg implements Leg {
       // it holds no permit and consumes no context usage that arrives later.
       contextWait.cancel(false);
     }
-    byte[] ready = tools.replies().owe(slot, rewriter.takeReady());
-    if (!end) {
-      tools.replies().complete(slot, tools.replies().bodyReply(bytes, ready, releasedUsageMetadata()));
-      return;
+  }
+
+  /**
+   * Holds the last reply until the context usage lands or the deadline passes, and has Envoy's
+   * message timer run at least as long.
+   */
+  private void holdLast(ReplyQueue.Slot slot, byte[] lastBytes) {
+    replies.hold(slot);
+    if (!endCameWithTheLastBytes(lastBytes)) {
+      long remaining =
+          services.config().ordering().contextWait().toMillis()
+              - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
+      replies.send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
     }
-    if (rewriter.waiting()) {
-      // Hold the last reply until the context usage lands or the deadline passes.
-      tools.replies().hold(slot);
-      if (!endCameWithTheLastBytes(bytes)) {
-        long remaining =
-            tools.services().config().ordering().contextWait().toMillis()
-                - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
-        tools.replies().send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
-      }
-      return;
-    }
-    complete(slot, bytes, ready);
   }
 
   /**
@@ -182,12 +193,11 @@ final class GenerationLeg implements Leg {
   private boolean endCameWithTheLastBytes(byte[] lastBytes) {
     return lastBytes.length == 0
         && start.announcedLength() >= 0
-        && tools.record().bytesIn() == start.announcedLength();
+        && record.bytesIn() == start.announcedLength();
   }
 
   private void awaitContext() {
     contextWaitStart = System.nanoTime();
-    ExchangeServices services = tools.services();
     if (!services.waits().tryAcquire()) {
       // limits.max_waiters: too many exchanges wait already. This one does not: its usage goes out
       // as the worker wrote it, like a deadline that has passed, and the refusal is counted.
@@ -201,14 +211,13 @@ final class GenerationLeg implements Leg {
             .store()
             .await(start.classification().keys(), start.fingerprint(), services.config().ordering().contextWait());
     contextWait.whenComplete((found, error) -> services.waits().release());
-    contextWait.whenComplete((found, error) -> tools.host().resume(() -> onContext(found, error)));
+    contextWait.whenComplete((found, error) -> host.resume(() -> onContext(found, error)));
   }
 
   private void onContext(ContextLookup found, Throwable error) {
-    if (tools.host().closed() || abandoned || error instanceof CancellationException) {
+    if (host.closed() || abandoned || error instanceof CancellationException) {
       return;
     }
-    ExchangeServices services = tools.services();
     services.metrics().contextWaited(System.nanoTime() - contextWaitStart);
     if (error != null) {
       services.metrics().storeError(Metrics.StoreOperation.AWAIT);
@@ -217,9 +226,9 @@ final class GenerationLeg implements Leg {
     ContextUsage context = error == null ? found.usage().orElse(null) : null;
     rewriter.resolveContext(
         context, error == null ? missOutcome(found, Outcome.CONTEXT_TIMEOUT) : Outcome.ERROR);
-    ReplyQueue.Slot last = tools.replies().held();
+    ReplyQueue.Slot last = replies.held();
     if (last != null) {
-      complete(last, null, tools.replies().owe(last, rewriter.takeReady()));
+      complete(last, null, replies.owe(last, rewriter.takeReady()));
     }
   }
 
@@ -231,17 +240,17 @@ final class GenerationLeg implements Leg {
     if (!lookup.isMismatch()) {
       return otherwise;
     }
-    tools.services().warnings().fingerprintMismatch(start.classification().keys().get(0).source());
+    services.warnings().fingerprintMismatch(start.classification().keys().get(0).source());
     return Outcome.FINGERPRINT_MISMATCH;
   }
 
   /** The last reply: the final report goes out with it as metadata, and is counted. */
   private void complete(ReplyQueue.Slot slot, byte[] original, byte[] ready) {
     ExchangeReport report = rewriter.report();
-    Struct metadata = UsageMetadata.of(namespace(), report, tools.record().model());
-    ProcessingResponse reply = tools.replies().bodyReply(original, ready, metadata);
-    tools.record().countGeneration(report); // after the reply is built: bytes_out includes it
-    tools.replies().complete(slot, reply);
+    Struct metadata = UsageMetadata.of(namespace(), report, record.model());
+    ProcessingResponse reply = replies.bodyReply(original, ready, metadata);
+    record.countGeneration(report); // after the reply is built: bytes_out includes it
+    replies.complete(slot, reply);
   }
 
   /**
@@ -257,11 +266,11 @@ final class GenerationLeg implements Leg {
       return null;
     }
     usagePublished = released;
-    return UsageMetadata.of(namespace(), rewriter.report(), tools.record().model());
+    return UsageMetadata.of(namespace(), rewriter.report(), record.model());
   }
 
   private String namespace() {
-    return tools.services().config().metadata().namespace();
+    return services.config().metadata().namespace();
   }
 
   @Override
@@ -286,9 +295,9 @@ final class GenerationLeg implements Leg {
       return;
     }
     if (rewriter != null && !abandoned && rewriter.usageReleased() > 0) {
-      tools.record().countGeneration(rewriter.report());
+      record.countGeneration(rewriter.report());
       return;
     }
-    tools.record().report(uncounted, Outcome.RESET);
+    record.report(uncounted, Outcome.RESET);
   }
 }
