@@ -9,6 +9,7 @@ import io.disaggusage.extproc.rewrite.ProcessorFactory;
 import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
 import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ApiShapes;
+import io.disaggusage.extproc.rewrite.GenerationRewriter;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import java.math.BigInteger;
@@ -53,7 +54,7 @@ public final class Fixtures {
    * @return the bytes that went out (so the work cannot be optimised away)
    */
   public static long generation(ProcessorFactory factory, boolean eventStream, List<byte[]> chunks) {
-    ResponseBodyProcessor p = factory.generation(eventStream, CHAT);
+    GenerationRewriter p = factory.generation(eventStream, CHAT);
     p.resolveContext(CONTEXT, null);
     long out = 0;
     for (byte[] chunk : chunks) {
@@ -66,7 +67,7 @@ public final class Fixtures {
 
   /** Like {@link #generation} but returns the output, for correctness checks. */
   public static byte[] generationOutput(ProcessorFactory factory, boolean eventStream, List<byte[]> chunks) {
-    ResponseBodyProcessor p = factory.generation(eventStream, CHAT);
+    GenerationRewriter p = factory.generation(eventStream, CHAT);
     p.resolveContext(CONTEXT, null);
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     for (byte[] chunk : chunks) {

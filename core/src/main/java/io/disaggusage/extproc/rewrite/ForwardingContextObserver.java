@@ -1,7 +1,5 @@
 package io.disaggusage.extproc.rewrite;
 
-import io.disaggusage.extproc.usage.ContextUsage;
-
 /**
  * The common part of the context-leg observers: every chunk is forwarded unchanged at once (nothing
  * waits for context usage); subclasses read what passes, and one that takes bytes out of the stream
@@ -54,19 +52,6 @@ abstract class ForwardingContextObserver implements ContextObserver {
     ready = Bytes.EMPTY;
     return out;
   }
-
-  @Override
-  public final boolean wantsContext() {
-    return false;
-  }
-
-  @Override
-  public final boolean waiting() {
-    return false;
-  }
-
-  @Override
-  public final void resolveContext(ContextUsage context, Outcome reasonIfNull) {}
 
   @Override
   public final byte[] abandon() {

@@ -23,7 +23,7 @@ import java.util.Arrays;
  * turned out malformed. A later usage member supersedes a held one (the last occurrence wins), which
  * then goes out unmodified. Memory per stream is the held part, not the body.
  */
-public final class GenerationJsonRewriter implements ResponseBodyProcessor {
+public final class GenerationJsonRewriter implements GenerationRewriter {
   /** Decodes the model string (a short, already checked JSON string); default limits suffice. */
   private static final JsonFactory STRINGS = new JsonFactory();
 

@@ -28,7 +28,7 @@ import java.util.List;
  * usual and then left out of what is forwarded ({@link InjectedUsageEvents}); the start of an event
  * still being received then goes out early only once it is certain not to be one.
  */
-public final class GenerationSseRewriter implements ResponseBodyProcessor {
+public final class GenerationSseRewriter implements GenerationRewriter {
   private final JsonUsageRewriter rewriter;
   private final JsonFactory json;
   private final ApiShape shape;
@@ -116,8 +116,7 @@ public final class GenerationSseRewriter implements ResponseBodyProcessor {
    * (whose start went out already). Every event completing before the key is then content, and the
    * bytes before the key may go out whatever follows. So nearly every chunk of a stream — those with
    * no key at all — is framed in one pass together with the key search, without building or copying
-   * its events, and leaves as the caller's own array, which {@code ExchangeStream} recognises as
-   * unchanged.
+   * its events, and leaves as the caller's own array, which the stream recognises as unchanged.
    */
   private boolean mayPassUnchanged(byte[] chunk) {
     if (abandoning || !held.isEmpty()) {

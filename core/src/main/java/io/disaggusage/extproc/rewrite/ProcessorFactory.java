@@ -35,7 +35,7 @@ public final class ProcessorFactory implements ResponseProcessors {
   }
 
   @Override
-  public ResponseBodyProcessor generation(boolean eventStream, ApiShape shape) {
+  public GenerationRewriter generation(boolean eventStream, ApiShape shape) {
     return eventStream
         ? new GenerationSseRewriter(
             rewriter, json, shape, limits.maxEventBytes(), limits.maxBodyBytes(), injectedUsage())

@@ -9,7 +9,7 @@ public interface ResponseProcessors {
 
   ContextObserver context(boolean eventStream);
 
-  ResponseBodyProcessor generation(boolean eventStream, ApiShape shape);
+  GenerationRewriter generation(boolean eventStream, ApiShape shape);
 
   /**
    * The processors for an exchange whose request the service made ask for usage: event streams lose

@@ -12,7 +12,7 @@ import java.io.ByteArrayOutputStream;
  * rewritten with the context usage (waiting for it in concurrent flows). A body above
  * {@code maxBodyBytes} is released unmodified at once and the rest passes straight through.
  */
-final class BufferedJsonRewriter implements ResponseBodyProcessor {
+final class BufferedJsonRewriter implements GenerationRewriter {
   private final JsonUsageRewriter rewriter;
   private final ApiShape names;
   private final int maxBodyBytes;
@@ -24,6 +24,7 @@ final class BufferedJsonRewriter implements ResponseBodyProcessor {
   private boolean contextKnown;
   private ContextUsage context;
   private boolean released;
+  private boolean usageTaken;
   private ExchangeReport report = new ExchangeReport(Outcome.NO_USAGE, null, false, null);
 
   BufferedJsonRewriter(JsonUsageRewriter rewriter, ApiShape names, int maxBodyBytes) {
@@ -59,9 +60,15 @@ final class BufferedJsonRewriter implements ResponseBodyProcessor {
 
   @Override
   public byte[] takeReady() {
+    usageTaken = released; // the usage object goes out with the whole body
     byte[] out = ready;
     ready = new byte[0];
     return out;
+  }
+
+  @Override
+  public int usageReleased() {
+    return usageTaken ? 1 : 0;
   }
 
   @Override

@@ -52,7 +52,7 @@ class GenerationJsonRewriterDifferentialTest {
   /** What the client got and what was reported. */
   record Run(byte[] out, ExchangeReport report, boolean waited, int beforeFinish) {}
 
-  static Run run(ResponseBodyProcessor p, List<byte[]> chunks, Flow flow) {
+  static Run run(GenerationRewriter p, List<byte[]> chunks, Flow flow) {
     if (flow == Flow.KNOWN) {
       p.resolveContext(CTX, null);
     }

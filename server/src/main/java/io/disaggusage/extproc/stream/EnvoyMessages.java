@@ -85,6 +85,14 @@ final class EnvoyMessages {
     return headersReply(false, mutation, mode, metadata);
   }
 
+  /**
+   * The response headers reply of an exchange whose response body is not read (the request body is
+   * still streamed when {@code requestStillStreaming}); {@code metadata} may be null.
+   */
+  static ProcessingResponse skipResponseBody(boolean requestStillStreaming, Struct metadata) {
+    return responseHeaders(null, mode(requestStillStreaming, false, false), metadata);
+  }
+
   private static ProcessingResponse headersReply(
       boolean request, HeaderMutation mutation, ProcessingMode mode, Struct metadata) {
     CommonResponse.Builder common = CommonResponse.newBuilder();
@@ -107,11 +115,11 @@ final class EnvoyMessages {
     return reply.build();
   }
 
-  /** A STREAMED body reply: {@code replacement} null forwards the chunk as it came. */
   /** The replies that change nothing, built once: they answer nearly every body message. */
   private static final ProcessingResponse REQUEST_BODY_UNCHANGED = build(true, null, null);
   private static final ProcessingResponse RESPONSE_BODY_UNCHANGED = build(false, null, null);
 
+  /** A STREAMED body reply: {@code replacement} null forwards the chunk as it came. */
   static ProcessingResponse body(boolean request, ByteString replacement, Struct metadata) {
     if (replacement == null && metadata == null) {
       return request ? REQUEST_BODY_UNCHANGED : RESPONSE_BODY_UNCHANGED;

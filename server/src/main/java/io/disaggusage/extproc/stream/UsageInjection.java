@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.stream;
 
 import com.google.protobuf.ByteString;
-import io.disaggusage.extproc.classify.RequestFacts;
+import io.disaggusage.extproc.classify.Classification;
 import io.disaggusage.extproc.classify.RequestHead;
 import io.disaggusage.extproc.rewrite.Bytes;
 import io.disaggusage.extproc.rewrite.Phase;
@@ -28,27 +28,22 @@ final class UsageInjection {
   static final String MSGPACK_HEADER = "x-trtllm-msgpack";
 
   private final ExchangeServices services;
-  private final RequestHead head;
-  private final Supplier<RequestFacts> facts;
   private IncludeUsageInjector injector;
   /** Request bytes given back when the rewrite stopped early; they go out with the next chunk. */
   private byte[] pending = Bytes.EMPTY;
   private boolean injected;
   private boolean removesUsage;
 
-  private UsageInjection(ExchangeServices services, RequestHead head, Supplier<RequestFacts> facts) {
+  private UsageInjection(ExchangeServices services) {
     this.services = services;
-    this.head = head;
-    this.facts = facts;
     this.injector = new IncludeUsageInjector(services.config().limits().maxBodyBytes());
   }
 
   /**
    * For a handled request with a body: the injection, or null when it is off or cannot apply
-   * (counted). {@code facts} reads what the request body scanner found so far.
+   * (counted).
    */
-  static UsageInjection begin(
-      ExchangeServices services, RequestHead head, boolean endOfStream, Supplier<RequestFacts> facts) {
+  static UsageInjection begin(ExchangeServices services, RequestHead head, boolean endOfStream) {
     if (!services.config().streaming().injectIncludeUsage()
         || endOfStream
         || !ApiShapes.forPath(head.path()).injectsIncludeUsage()) {
@@ -59,7 +54,7 @@ final class UsageInjection {
       services.metrics().injection(skip);
       return null;
     }
-    return new UsageInjection(services, head, facts);
+    return new UsageInjection(services);
   }
 
   /** Why a request cannot be rewritten, judged from its headers; null when it may be. */
@@ -92,8 +87,13 @@ final class UsageInjection {
         : EnvoyMessages.removeHeaders("content-length");
   }
 
-  /** The replacement for one request body chunk, or null to forward it as it came. */
-  ByteString onRequestBody(HttpBody chunk, boolean abandoned) {
+  /**
+   * The replacement for one request body chunk, or null to forward it as it came.
+   *
+   * @param classification the request's classification as read so far; asked once the request object
+   *     is complete, to learn whether it is a leg whose response the service reads
+   */
+  ByteString onRequestBody(HttpBody chunk, boolean abandoned, Supplier<Classification> classification) {
     if (injector != null && abandoned) {
       stop(); // the response side is gone: nothing could take the usage event out again
     }
@@ -106,16 +106,16 @@ final class UsageInjection {
       return ByteString.copyFrom(out);
     }
     byte[] in = BodyBytes.of(chunk.getBody());
-    byte[] out = injector.accept(in, chunk.getEndOfStream(), this::eligibleLeg);
+    byte[] out = injector.accept(in, chunk.getEndOfStream(), () -> readsResponse(classification.get()));
     if (injector.outcome() != null) {
       finished();
     }
     return out == in || Arrays.equals(out, in) ? null : ByteString.copyFrom(out);
   }
 
-  /** Whether the request, read in full, is a leg whose response the service reads. */
-  private boolean eligibleLeg() {
-    Phase phase = services.classifier().classify(head, facts.get()).phase();
+  /** Whether the service reads the response of a request so classified (and can take the event out). */
+  private static boolean readsResponse(Classification classification) {
+    Phase phase = classification.phase();
     return phase == Phase.CONTEXT || phase == Phase.GENERATION;
   }
 

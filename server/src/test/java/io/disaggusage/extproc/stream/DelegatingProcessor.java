@@ -3,13 +3,14 @@ package io.disaggusage.extproc.stream;
 import io.disaggusage.extproc.rewrite.ExchangeReport;
 import io.disaggusage.extproc.rewrite.Outcome;
 import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
+import io.disaggusage.extproc.rewrite.GenerationRewriter;
 import io.disaggusage.extproc.usage.ContextUsage;
 
-/** A real body processor behind a test's fault: subclasses override only where they inject it. */
-abstract class DelegatingProcessor implements ResponseBodyProcessor {
-  protected final ResponseBodyProcessor delegate;
+/** A real generation rewriter behind a test's fault: subclasses override only where they inject it. */
+abstract class DelegatingProcessor implements GenerationRewriter {
+  protected final GenerationRewriter delegate;
 
-  DelegatingProcessor(ResponseBodyProcessor delegate) {
+  DelegatingProcessor(GenerationRewriter delegate) {
     this.delegate = delegate;
   }
 
@@ -41,6 +42,11 @@ abstract class DelegatingProcessor implements ResponseBodyProcessor {
   @Override
   public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
     delegate.resolveContext(context, reasonIfNull);
+  }
+
+  @Override
+  public int usageReleased() {
+    return delegate.usageReleased();
   }
 
   @Override

@@ -14,6 +14,7 @@ import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.rewrite.ContextObserver;
 import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
+import io.disaggusage.extproc.rewrite.GenerationRewriter;
 import io.disaggusage.extproc.scenario.Flows;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.disaggusage.extproc.testkit.Wire;
@@ -188,7 +189,7 @@ class ExchangeLogTest {
    * first (as a real processor holds what it was given), so the fail-open path can give it back.
    */
   static final class QuotingFailure extends DelegatingProcessor {
-    QuotingFailure(ResponseBodyProcessor delegate) {
+    QuotingFailure(GenerationRewriter delegate) {
       super(delegate);
     }
 

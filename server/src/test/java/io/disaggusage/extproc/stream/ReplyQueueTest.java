@@ -1,0 +1,194 @@
+package io.disaggusage.extproc.stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The reply queue's ledger: after a failure at each point of an exchange, the bytes owed go out
+ * exactly once, in order, with the right reply; every other reply owed passes things through.
+ */
+class ReplyQueueTest {
+  final List<ProcessingResponse> sent = new ArrayList<>();
+  int gone;
+  long bytesOut;
+  final ReplyQueue replies = new ReplyQueue(recorder(), () -> gone++, n -> bytesOut += n);
+
+  StreamObserver<ProcessingResponse> recorder() {
+    return new StreamObserver<>() {
+      @Override
+      public void onNext(ProcessingResponse reply) {
+        sent.add(reply);
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {}
+    };
+  }
+
+  static byte[] utf8(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static ProcessingRequest responseBody(String chunk) {
+    return ProcessingRequest.newBuilder()
+        .setResponseBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8(chunk)))
+        .build();
+  }
+
+  static ProcessingRequest responseTrailers() {
+    return ProcessingRequest.newBuilder().setResponseTrailers(HttpTrailers.getDefaultInstance()).build();
+  }
+
+  /** The replacement body a response body reply carries, or null when it forwards the chunk as it came. */
+  static String replacement(ProcessingResponse reply) {
+    assertThat(reply.hasResponseBody()).as("a response body reply").isTrue();
+    var common = reply.getResponseBody().getResponse();
+    return common.hasBodyMutation() ? common.getBodyMutation().getBody().toStringUtf8() : null;
+  }
+
+  @Test
+  void repliesLeaveInTheOrderTheMessagesCame() {
+    ReplyQueue.Slot first = replies.open();
+    ReplyQueue.Slot second = replies.open();
+    replies.complete(second, EnvoyMessages.trailers(false));
+    assertThat(sent).isEmpty();
+    replies.complete(first, EnvoyMessages.body(false, null, null));
+    assertThat(sent).hasSize(2);
+    assertThat(sent.get(0).hasResponseBody()).isTrue();
+    assertThat(sent.get(1).hasResponseTrailers()).isTrue();
+  }
+
+  @Test
+  void aFailureBeforeAnythingWasTakenGivesBackWhatTheFilterHeld() {
+    ReplyQueue.Slot slot = replies.open();
+    replies.failOpen(utf8("held"), responseBody("chunk"), slot);
+    assertThat(sent).hasSize(1);
+    assertThat(replacement(sent.get(0))).isEqualTo("held");
+    assertThat(bytesOut).isEqualTo(4);
+  }
+
+  @Test
+  void bytesTakenForTheReplyGoBeforeThoseTheFilterStillHeld() {
+    ReplyQueue.Slot slot = replies.open();
+    replies.owe(slot, utf8("taken-"));
+    replies.failOpen(utf8("held"), responseBody("chunk"), slot);
+    assertThat(replacement(sent.get(0))).isEqualTo("taken-held");
+    assertThat(bytesOut).isEqualTo(10);
+  }
+
+  @Test
+  void theHeldLastReplyCarriesEverythingOwedWhenAStoreResultFails() {
+    ReplyQueue.Slot last = replies.open();
+    replies.owe(last, utf8("a"));
+    replies.hold(last);
+    ReplyQueue.Slot trailers = replies.open();
+    assertThat(replies.held()).isSameAs(last);
+    // The context usage landed, more bytes were taken for the last reply, then building it failed.
+    replies.owe(last, utf8("b"));
+    replies.failOpen(utf8("c"), null, null);
+    assertThat(sent).hasSize(2);
+    assertThat(replacement(sent.get(0))).isEqualTo("abc");
+    assertThat(replacement(sent.get(1))).as("no request at hand: the neutral body reply").isNull();
+    assertThat(replies.held()).isNull();
+    assertThat(trailers.answered()).isTrue();
+  }
+
+  @Test
+  void theHeldReplyTakesTheBytesWhenAnotherMessageFails() {
+    ReplyQueue.Slot last = replies.open();
+    replies.owe(last, utf8("owed"));
+    replies.hold(last);
+    ReplyQueue.Slot trailers = replies.open();
+    replies.failOpen(utf8("+held"), responseTrailers(), trailers);
+    assertThat(replacement(sent.get(0))).isEqualTo("owed+held");
+    assertThat(sent.get(1).hasResponseTrailers()).isTrue();
+  }
+
+  @Test
+  void withoutABodyReplyTheBytesGoOutWithTheNextBodyMessageOnce() {
+    ReplyQueue.Slot headers = replies.open();
+    replies.failOpen(utf8("held"), null, headers);
+    assertThat(sent).hasSize(1);
+    ReplyQueue.Slot next = replies.open();
+    replies.forward(next, ByteString.copyFromUtf8("-next"));
+    assertThat(replacement(sent.get(1))).isEqualTo("held-next");
+    ReplyQueue.Slot after = replies.open();
+    replies.forward(after, ByteString.copyFromUtf8("-after"));
+    assertThat(replacement(sent.get(2))).as("given back once").isNull();
+    assertThat(bytesOut).isEqualTo("held-next".length() + "-after".length());
+  }
+
+  @Test
+  void aCompletedReplyIsNoLongerHeld() {
+    ReplyQueue.Slot last = replies.open();
+    replies.owe(last, utf8("sent"));
+    replies.hold(last);
+    replies.complete(last, replies.bodyReply(null, utf8("sent"), null));
+    assertThat(replies.held()).isNull();
+    ReplyQueue.Slot trailers = replies.open();
+    replies.failOpen(utf8("rest"), responseTrailers(), trailers);
+    assertThat(sent.get(1).hasResponseTrailers()).isTrue();
+    replies.forward(replies.open(), ByteString.EMPTY);
+    assertThat(replacement(sent.get(2))).as("not owed twice: only what the filter held").isEqualTo("rest");
+  }
+
+  @Test
+  void aReplyWaitingForAStoreWriteForwardsItsChunkAsItCameWhenALaterMessageFails() {
+    ReplyQueue.Slot storing = replies.open();
+    replies.owe(storing, utf8("chunk"));
+    ReplyQueue.Slot later = replies.open();
+    replies.failOpen(utf8("held"), responseBody("later"), later);
+    assertThat(replacement(sent.get(0))).as("its chunk passes unchanged").isNull();
+    assertThat(replacement(sent.get(1))).isEqualTo("held");
+  }
+
+  @Test
+  void aBodyReplyForwardsTheChunkWhenTheOutputIsTheInput() {
+    ProcessingResponse same = replies.bodyReply(utf8("x"), utf8("x"), null);
+    ProcessingResponse changed = replies.bodyReply(utf8("x"), utf8("y"), null);
+    assertThat(replacement(same)).isNull();
+    assertThat(replacement(changed)).isEqualTo("y");
+    assertThat(bytesOut).isEqualTo(2);
+  }
+
+  @Test
+  void nothingIsSentAfterCloseAndACancelledStreamIsReported() {
+    ReplyQueue cancelled =
+        new ReplyQueue(
+            new StreamObserver<>() {
+              @Override
+              public void onNext(ProcessingResponse reply) {
+                throw Status.CANCELLED.asRuntimeException();
+              }
+
+              @Override
+              public void onError(Throwable t) {}
+
+              @Override
+              public void onCompleted() {}
+            },
+            () -> gone++,
+            n -> {});
+    cancelled.complete(cancelled.open(), EnvoyMessages.trailers(false));
+    assertThat(gone).isEqualTo(1);
+
+    assertThat(replies.close()).isTrue();
+    assertThat(replies.close()).isFalse();
+    replies.complete(replies.open(), EnvoyMessages.trailers(false));
+    assertThat(sent).isEmpty();
+  }
+}
