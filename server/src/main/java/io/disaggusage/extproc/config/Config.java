@@ -140,7 +140,14 @@ public record Config(
       @Default("") List<String> generationClusters,
       @Default("/v1/chat/completions, /v1/completions, /v1/responses, /v1/messages") List<String> paths,
       @Default("true") boolean stripAcceptEncoding,
-      @Default("false") boolean trustIdHeader) {}
+      @Default("false") boolean trustIdHeader) {
+
+    public Classification {
+      contextClusters = List.copyOf(contextClusters);
+      generationClusters = List.copyOf(generationClusters);
+      paths = List.copyOf(paths);
+    }
+  }
 
   /** What a generation exchange does when its context usage does not arrive in time. */
   public enum Fallback {
@@ -213,7 +220,12 @@ public record Config(
    * @param maxModels with no allow-list, how many distinct models get their own label value; every
    *     other model is counted as {@code other}
    */
-  public record Metrics(@Default("") List<String> models, @Default("20") int maxModels) {}
+  public record Metrics(@Default("") List<String> models, @Default("20") int maxModels) {
+
+    public Metrics {
+      models = List.copyOf(models);
+    }
+  }
 
   /** {@code logging.format}: how each log line is written to stdout. */
   public enum LogFormat {

@@ -13,8 +13,13 @@ import java.lang.reflect.RecordComponent;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
@@ -39,8 +44,27 @@ record ConfigKey(String path, Kind kind, Class<?> type, String defaultText) {
 
   private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
+  /** The kind of each supported component type but enums and {@link Config.Bytes} sizes. */
+  private static final Map<Class<?>, Kind> KINDS =
+      Map.of(
+          int.class, Kind.INT,
+          long.class, Kind.COUNT,
+          Duration.class, Kind.DURATION,
+          boolean.class, Kind.BOOL,
+          String.class, Kind.STRING,
+          List.class, Kind.LIST);
+
   /** Every key, in declaration order: sections as in {@link Config}, keys as in each section. */
   static final List<ConfigKey> ALL = List.copyOf(declaredIn(Config.class, ""));
+
+  static final Map<String, ConfigKey> BY_PATH = index(ConfigKey::path);
+  static final Map<String, ConfigKey> BY_ENV = index(ConfigKey::envName);
+
+  /** The sections, in declaration order: {@code grpc}, {@code admin}, ... */
+  static final Set<String> SECTIONS =
+      ALL.stream()
+          .map(k -> k.path().substring(0, k.path().indexOf('.')))
+          .collect(Collectors.toCollection(LinkedHashSet::new));
 
   /** How a value is written; {@link #expected} is what an error message says was expected. */
   enum Kind {
@@ -81,32 +105,32 @@ record ConfigKey(String path, Kind kind, Class<?> type, String defaultText) {
 
   private static Kind kindOf(RecordComponent component, String path) {
     Class<?> type = component.getType();
-    if (type == int.class) {
-      return component.isAnnotationPresent(Config.Bytes.class) ? Kind.SIZE : Kind.INT;
+    Kind kind =
+        type.isEnum()
+            ? Kind.ENUM
+            : component.isAnnotationPresent(Config.Bytes.class) ? Kind.SIZE : KINDS.get(type);
+    if (kind == null) {
+      throw new IllegalStateException("configuration key " + path + " has unsupported type " + type);
     }
-    if (type == long.class) {
-      return Kind.COUNT;
-    }
-    if (type == Duration.class) {
-      return Kind.DURATION;
-    }
-    if (type == boolean.class) {
-      return Kind.BOOL;
-    }
-    if (type == String.class) {
-      return Kind.STRING;
-    }
-    if (type == List.class) {
-      return Kind.LIST;
-    }
-    if (type.isEnum()) {
-      return Kind.ENUM;
-    }
-    throw new IllegalStateException("configuration key " + path + " has unsupported type " + type);
+    return kind;
+  }
+
+  private static Map<String, ConfigKey> index(Function<ConfigKey, String> name) {
+    return ALL.stream().collect(Collectors.toMap(name, k -> k, (a, b) -> a, LinkedHashMap::new));
+  }
+
+  /** True when {@code path} groups further keys, as {@code grpc.tls} groups {@code grpc.tls.cert_file}. */
+  static boolean isSubsection(String path) {
+    return ALL.stream().anyMatch(k -> k.path().startsWith(path + "."));
   }
 
   /** {@code DISAGG_USAGE_} and the key in upper snake case: {@code DISAGG_USAGE_STORE_TTL}. */
   String envName() {
+    return envName(path);
+  }
+
+  /** {@link #envName()} of the key {@code path}. */
+  static String envName(String path) {
     return ConfigLoader.ENV_PREFIX + path.replace('.', '_').toUpperCase(Locale.ROOT);
   }
 

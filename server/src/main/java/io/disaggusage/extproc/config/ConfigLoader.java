@@ -1,34 +1,21 @@
 package io.disaggusage.extproc.config;
 
-import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.StreamReadFeature;
-import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.SerializerProvider;
-import com.fasterxml.jackson.databind.deser.std.StdScalarDeserializer;
-import com.fasterxml.jackson.databind.module.SimpleModule;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.fasterxml.jackson.databind.ser.std.StdScalarSerializer;
-import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -97,84 +84,7 @@ public final class ConfigLoader {
       Pattern.compile(
           "DISAGG_USAGE_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\\d+_(TCP|UDP|SCTP)(_(PORT|PROTO|ADDR))?)?)");
 
-  private static final Map<String, ConfigKey> BY_PATH = index(ConfigKey::path);
-  private static final Map<String, ConfigKey> BY_ENV = index(ConfigKey::envName);
-  private static final Set<String> SECTIONS =
-      ConfigKey.ALL.stream()
-          .map(k -> k.path().substring(0, k.path().indexOf('.')))
-          .collect(Collectors.toCollection(LinkedHashSet::new));
-
-  /**
-   * Reads YAML and binds configuration trees to {@link Config} and back: snake_case keys, durations as
-   * {@link #formatDuration} writes them.
-   */
-  private static final ObjectMapper MAPPER =
-      YAMLMapper.builder()
-          .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-          .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-          .addModule(
-              new SimpleModule()
-                  .addSerializer(
-                      Duration.class,
-                      new StdScalarSerializer<>(Duration.class) {
-                        @Override
-                        public void serialize(Duration value, JsonGenerator out, SerializerProvider p)
-                            throws IOException {
-                          out.writeString(formatDuration(value));
-                        }
-                      })
-                  .addDeserializer(
-                      Duration.class,
-                      new StdScalarDeserializer<>(Duration.class) {
-                        @Override
-                        public Duration deserialize(JsonParser in, DeserializationContext c) throws IOException {
-                          return parseDuration(in.getText());
-                        }
-                      }))
-          .build();
-
-  /** The tree of every key's {@link Config.Default}: the bottom layer of every load. */
-  private static final ObjectNode DEFAULT_TREE = defaultTree();
-
-  private static final Config DEFAULTS = bind(DEFAULT_TREE);
-
   private ConfigLoader() {}
-
-  private static Map<String, ConfigKey> index(Function<ConfigKey, String> name) {
-    return ConfigKey.ALL.stream()
-        .collect(Collectors.toMap(name, k -> k, (a, b) -> a, java.util.LinkedHashMap::new));
-  }
-
-  private static ObjectNode defaultTree() {
-    ObjectNode tree = MAPPER.createObjectNode();
-    for (ConfigKey key : ConfigKey.ALL) {
-      put(tree, key, key.read(key.defaultText()));
-    }
-    return tree;
-  }
-
-  private static void put(ObjectNode tree, ConfigKey key, JsonNode value) {
-    tree.withObject(key.pointer().head()).set(key.pointer().last().getMatchingProperty(), value);
-  }
-
-  private static Config bind(JsonNode tree) {
-    try {
-      return MAPPER.treeToValue(tree, Config.class);
-    } catch (JsonProcessingException e) {
-      throw new IllegalStateException("a configuration tree of valid values did not bind", e);
-    }
-  }
-
-  /** {@link Config#defaults()}. */
-  static Config defaults() {
-    return DEFAULTS;
-  }
-
-  /** True when {@code path} groups further keys, as {@code grpc.tls} groups {@code grpc.tls.cert_file}. */
-  private static boolean isSubsection(String path) {
-    String prefix = path + ".";
-    return BY_PATH.keySet().stream().anyMatch(k -> k.startsWith(prefix));
-  }
 
   /**
    * Loads the configuration.
@@ -211,19 +121,24 @@ public final class ConfigLoader {
 
   /** Every key, in documentation order. */
   public static List<String> keys() {
-    return List.copyOf(BY_PATH.keySet());
+    return ConfigKey.ALL.stream().map(ConfigKey::path).toList();
   }
 
   /** The environment variable for a key: {@code store.ttl} → {@code DISAGG_USAGE_STORE_TTL}. */
   public static String envName(String key) {
-    return new ConfigKey(key, null, null, null).envName();
+    return ConfigKey.envName(key);
   }
 
   /** Every key with its environment variable and default. */
   public static List<KeyInfo> describeKeys() {
     return ConfigKey.ALL.stream()
-        .map(k -> new KeyInfo(k.path(), k.envName(), k.format(DEFAULT_TREE.at(k.pointer())), k.typeName()))
+        .map(k -> new KeyInfo(k.path(), k.envName(), k.format(ConfigTree.DEFAULT.at(k.pointer())), k.typeName()))
         .toList();
+  }
+
+  /** {@link Config#defaults()}. */
+  static Config defaults() {
+    return ConfigTree.DEFAULTS;
   }
 
   /**
@@ -232,7 +147,7 @@ public final class ConfigLoader {
    * an equal {@link Config}, so the text can be used as a {@code --config} file.
    */
   public static String toYaml(Config config) {
-    return ConfigYamlWriter.write(MAPPER.valueToTree(config));
+    return ConfigYamlWriter.write(ConfigTree.of(config));
   }
 
   /**
@@ -310,7 +225,7 @@ public final class ConfigLoader {
 
   /** Formats a duration the way {@link #parseDuration} reads it, e.g. {@code 2s}, {@code 250ms}. */
   public static String formatDuration(Duration d) {
-    if (d.isNegative() || d.getNano() % 1_000_000 != 0) {
+    if (d.isNegative() || d.getNano() % 1_000_000 != 0 || d.getSeconds() >= Long.MAX_VALUE / 1000) {
       return d.toString();
     }
     long ms = d.toMillis();
@@ -328,7 +243,7 @@ public final class ConfigLoader {
 
   /** One load: the configuration tree so far, and what was wrong on the way. */
   private static final class Loader {
-    private final ObjectNode tree = DEFAULT_TREE.deepCopy();
+    private final ObjectNode tree = ConfigTree.DEFAULT.deepCopy();
     private final ConfigProblems problems = new ConfigProblems();
 
     void applyFile(Path file) {
@@ -348,7 +263,7 @@ public final class ConfigLoader {
     void applyYaml(String text, String origin) {
       JsonNode root;
       try {
-        root = MAPPER.readTree(text);
+        root = ConfigTree.MAPPER.readTree(text);
       } catch (JsonProcessingException e) {
         JsonLocation where = e.getLocation();
         String line = where == null ? "" : " at line " + where.getLineNr();
@@ -361,7 +276,7 @@ public final class ConfigLoader {
       if (!root.isObject()) {
         problems.add(
             "the top level must be a mapping of sections ("
-                + String.join(", ", SECTIONS)
+                + String.join(", ", ConfigKey.SECTIONS)
                 + "), got "
                 + ConfigKey.describe(root)
                 + " ("
@@ -371,8 +286,8 @@ public final class ConfigLoader {
       }
       for (Map.Entry<String, JsonNode> section : root.properties()) {
         String name = section.getKey();
-        if (!SECTIONS.contains(name)) {
-          problems.add("unknown key " + name + suggestion(name, SECTIONS) + " (" + origin + ")");
+        if (!ConfigKey.SECTIONS.contains(name)) {
+          problems.add("unknown key " + name + suggestion(name, ConfigKey.SECTIONS) + " (" + origin + ")");
           continue;
         }
         applyMapping(name, section.getValue(), origin);
@@ -390,13 +305,13 @@ public final class ConfigLoader {
       }
       for (Map.Entry<String, JsonNode> field : body.properties()) {
         String path = prefix + "." + field.getKey();
-        ConfigKey key = BY_PATH.get(path);
+        ConfigKey key = ConfigKey.BY_PATH.get(path);
         if (key != null) {
           apply(key, origin, () -> key.read(field.getValue()));
-        } else if (isSubsection(path)) {
+        } else if (ConfigKey.isSubsection(path)) {
           applyMapping(path, field.getValue(), origin);
         } else {
-          problems.add("unknown key " + path + suggestion(path, BY_PATH.keySet()) + " (" + origin + ")");
+          problems.add("unknown key " + path + suggestion(path, ConfigKey.BY_PATH.keySet()) + " (" + origin + ")");
         }
       }
     }
@@ -410,12 +325,12 @@ public final class ConfigLoader {
             || KUBERNETES_SERVICE_LINK.matcher(name).matches()) {
           continue;
         }
-        ConfigKey key = BY_ENV.get(name);
+        ConfigKey key = ConfigKey.BY_ENV.get(name);
         if (key == null) {
           problems.add(
               "unknown key "
                   + name
-                  + suggestion(name, BY_ENV.keySet())
+                  + suggestion(name, ConfigKey.BY_ENV.keySet())
                   + " (environment variable; keys are "
                   + ENV_PREFIX
                   + "<SECTION>_<KEY>, e.g. "
@@ -427,26 +342,26 @@ public final class ConfigLoader {
       }
       String logLevel = env.get(ENV_LOG_LEVEL);
       if (logLevel != null && !logLevel.isBlank()) {
-        ConfigKey key = BY_PATH.get("logging.level");
+        ConfigKey key = ConfigKey.BY_PATH.get("logging.level");
         apply(key, "from " + ENV_LOG_LEVEL, () -> key.read(logLevel));
       }
     }
 
     void applySetting(Setting setting) {
       String origin = "from " + setting.source();
-      ConfigKey key = BY_PATH.get(setting.key());
+      ConfigKey key = ConfigKey.BY_PATH.get(setting.key());
       if (key == null) {
         problems.add(
-            "unknown key " + setting.key() + suggestion(setting.key(), BY_PATH.keySet()) + " (" + origin + ")");
+            "unknown key " + setting.key() + suggestion(setting.key(), ConfigKey.BY_PATH.keySet()) + " (" + origin + ")");
         return;
       }
       apply(key, origin, () -> key.read(setting.value()));
     }
 
     /** Puts the value {@code read} gives into the tree, or reports why it cannot be read. */
-    private void apply(ConfigKey key, String origin, java.util.function.Supplier<JsonNode> read) {
+    private void apply(ConfigKey key, String origin, Supplier<JsonNode> read) {
       try {
-        put(tree, key, read.get());
+        ConfigTree.put(tree, key, read.get());
         problems.read(key.path(), origin);
       } catch (IllegalArgumentException e) {
         problems.unreadable(key.path(), e.getMessage(), origin);
@@ -454,7 +369,7 @@ public final class ConfigLoader {
     }
 
     Config finish() throws ConfigException {
-      Config config = bind(tree);
+      Config config = ConfigTree.bind(tree);
       new ConfigValidator(problems).validate(config);
       problems.throwIfAny();
       return config;
