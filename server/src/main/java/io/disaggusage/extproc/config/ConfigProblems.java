@@ -39,8 +39,15 @@ final class ConfigProblems {
     return unreadable.contains(key);
   }
 
-  /** {@code key}'s value is invalid: {@code text} says why; skipped when the value was unreadable. */
+  /**
+   * {@code key}'s value is invalid: {@code text} says why; skipped when the value was unreadable.
+   *
+   * @throws IllegalArgumentException when {@code key} is not a declared key (a rule naming it wrongly)
+   */
   void invalid(String key, String text) {
+    if (!ConfigKey.BY_PATH.containsKey(key)) {
+      throw new IllegalArgumentException("not a configuration key: " + key);
+    }
     if (unreadable.contains(key)) {
       return;
     }
@@ -48,7 +55,11 @@ final class ConfigProblems {
     problems.add(key + ": " + text + (origin == null ? "" : " (" + origin + ")"));
   }
 
-  /** @throws ConfigException listing every problem, when there is one */
+  /**
+   * Ends the load.
+   *
+   * @throws ConfigException listing every problem, when there is one
+   */
   void throwIfAny() throws ConfigException {
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
