@@ -256,7 +256,7 @@ public record Config(
    * bound as the configuration; the same instance on every call.
    */
   public static Config defaults() {
-    return ConfigLoader.defaults();
+    return ConfigTree.DEFAULTS;
   }
 
   /**

@@ -116,7 +116,15 @@ record ConfigKey(String path, Kind kind, Class<?> type, String defaultText) {
   }
 
   private static Map<String, ConfigKey> index(Function<ConfigKey, String> name) {
-    return ALL.stream().collect(Collectors.toMap(name, k -> k, (a, b) -> a, LinkedHashMap::new));
+    return ALL.stream()
+        .collect(
+            Collectors.toMap(
+                name,
+                k -> k,
+                (a, b) -> {
+                  throw new IllegalStateException(a.path() + " and " + b.path() + " share a name");
+                },
+                LinkedHashMap::new));
   }
 
   /** True when {@code path} groups further keys, as {@code grpc.tls} groups {@code grpc.tls.cert_file}. */

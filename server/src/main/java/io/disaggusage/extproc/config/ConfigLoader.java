@@ -136,11 +136,6 @@ public final class ConfigLoader {
         .toList();
   }
 
-  /** {@link Config#defaults()}. */
-  static Config defaults() {
-    return ConfigTree.DEFAULTS;
-  }
-
   /**
    * The configuration as YAML: every key, sections and keys in documentation order, durations and sizes
    * in the form the loader reads ({@code 2s}, {@code 16MiB}). {@link #fromYaml} of the result gives back
