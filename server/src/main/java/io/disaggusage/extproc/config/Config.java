@@ -1,12 +1,21 @@
 package io.disaggusage.extproc.config;
 
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
 import java.time.Duration;
 import java.util.List;
 
 /**
  * The whole service configuration, as loaded from YAML, environment and flags. Immutable; every value
  * has been validated by {@link ConfigLoader} before an instance is handed to the rest of the service.
- * YAML keys are the snake_case forms of these component names (see README, "Configuration").
+ *
+ * <p>These records are the one declaration of every key: a section is a component of this record, a
+ * key the snake_case form of a section's component ({@code ordering.context_wait}), a nested record
+ * a subsection ({@code grpc.tls}). Each key carries its {@link Default}; its type says how it is
+ * written ({@link Bytes} makes an integer a size). The key list, environment variable names, help
+ * text and {@code docs/configuration.md} check are all derived from here (see {@link ConfigKey}).
  */
 public record Config(
     Grpc grpc,
@@ -19,7 +28,6 @@ public record Config(
     Metrics metrics,
     Logging logging,
     Shutdown shutdown,
-    Waiting waiting,
     Streaming streaming) {
 
   /**
@@ -29,8 +37,7 @@ public record Config(
    * @param maxInboundMessageBytes largest gRPC message accepted
    * @param listen where to listen: empty for every interface on {@code port}, a host or IP address
    *     for that address on {@code port}, or {@code unix:///absolute/path} for a Unix domain socket (see
-   *     {@link ListenAddress})
-   * @param tls server TLS, off unless a certificate is configured
+   *     {@link ListenAddress}); surrounding blanks are dropped
    * @param keepaliveTime idle time after which the server pings a connection; zero disables the pings
    * @param keepaliveTimeout how long the server waits for a ping acknowledgement before closing the
    *     connection
@@ -39,17 +46,22 @@ public record Config(
    * @param maxConcurrentStreams concurrent streams per connection; 0 for no limit
    * @param maxConnectionIdle a connection without streams for this long is closed gracefully; zero
    *     keeps idle connections
+   * @param tls server TLS, off unless a certificate is configured
    */
   public record Grpc(
-      int port,
-      int maxInboundMessageBytes,
-      String listen,
-      Tls tls,
-      Duration keepaliveTime,
-      Duration keepaliveTimeout,
-      Duration permitKeepaliveTime,
-      int maxConcurrentStreams,
-      Duration maxConnectionIdle) {
+      @Default("9002") int port,
+      @Default("64MiB") @Bytes int maxInboundMessageBytes,
+      @Default("") String listen,
+      @Default("30s") Duration keepaliveTime,
+      @Default("10s") Duration keepaliveTimeout,
+      @Default("10s") Duration permitKeepaliveTime,
+      @Default("0") int maxConcurrentStreams,
+      @Default("0s") Duration maxConnectionIdle,
+      Tls tls) {
+
+    public Grpc {
+      listen = listen.trim();
+    }
 
     /** {@link #listen()} parsed; the loader has validated it. */
     public ListenAddress listenAddress() {
@@ -58,7 +70,8 @@ public record Config(
   }
 
   /**
-   * {@code grpc.tls.*}: server TLS and, with a client CA, mutual TLS. Empty file names mean unset.
+   * {@code grpc.tls.*}: server TLS and, with a client CA, mutual TLS. Empty file names mean unset;
+   * surrounding blanks are dropped.
    *
    * @param certFile PEM certificate chain, leaf first
    * @param keyFile PEM private key of the leaf certificate (PKCS#8, PKCS#1 RSA or SEC1 EC)
@@ -67,7 +80,17 @@ public record Config(
    * @param reloadInterval how often the files are re-read, so a rotated certificate is served without
    *     a restart
    */
-  public record Tls(String certFile, String keyFile, String clientCaFile, Duration reloadInterval) {
+  public record Tls(
+      @Default("") String certFile,
+      @Default("") String keyFile,
+      @Default("") String clientCaFile,
+      @Default("1m") Duration reloadInterval) {
+
+    public Tls {
+      certFile = certFile.trim();
+      keyFile = keyFile.trim();
+      clientCaFile = clientCaFile.trim();
+    }
 
     /** True when the listener serves TLS. */
     public boolean enabled() {
@@ -86,16 +109,7 @@ public record Config(
    * @param drainTimeout how long in-flight ext_proc streams may run after the server stopped accepting
    *     new ones, before they are cancelled
    */
-  public record Shutdown(Duration drainTimeout) {}
-
-  /**
-   * {@code limits.max_waiters}: a bound on generation exchanges waiting for their context usage at once
-   * (concurrent / generation-first flows). Over it an exchange does not wait: its usage passes through
-   * unchanged with outcome {@code context_timeout}, and the refusal is counted.
-   *
-   * @param maxWaiters the bound; 0 means no exchange ever waits
-   */
-  public record Waiting(int maxWaiters) {}
+  public record Shutdown(@Default("30s") Duration drainTimeout) {}
 
   /**
    * {@code streaming.*}: what the service may change in streaming requests.
@@ -104,10 +118,10 @@ public record Config(
    *     for usage ask for it ({@code stream_options.include_usage: true}), so the service sees the
    *     numbers, and take the resulting usage event out of what the client receives
    */
-  public record Streaming(boolean injectIncludeUsage) {}
+  public record Streaming(@Default("false") boolean injectIncludeUsage) {}
 
   /** {@code admin.*}: the HTTP admin listener (/healthz /readyz /metrics). */
-  public record Admin(int port) {}
+  public record Admin(@Default("9090") int port) {}
 
   /**
    * {@code classification.*}: how exchanges are recognised (behaviour.md §3).
@@ -122,11 +136,18 @@ public record Config(
    *     alone: only where the edge strips {@code x-disagg-*} from every client request
    */
   public record Classification(
-      List<String> contextClusters,
-      List<String> generationClusters,
-      List<String> paths,
-      boolean stripAcceptEncoding,
-      boolean trustIdHeader) {}
+      @Default("") List<String> contextClusters,
+      @Default("") List<String> generationClusters,
+      @Default("/v1/chat/completions, /v1/completions, /v1/responses, /v1/messages") List<String> paths,
+      @Default("true") boolean stripAcceptEncoding,
+      @Default("false") boolean trustIdHeader) {
+
+    public Classification {
+      contextClusters = List.copyOf(contextClusters);
+      generationClusters = List.copyOf(generationClusters);
+      paths = List.copyOf(paths);
+    }
+  }
 
   /** What a generation exchange does when its context usage does not arrive in time. */
   public enum Fallback {
@@ -140,7 +161,8 @@ public record Config(
    * @param contextWait deadline for concurrent / generation-first flows
    * @param fallback what to emit when the deadline passes
    */
-  public record Ordering(Duration contextWait, Fallback fallback) {}
+  public record Ordering(
+      @Default("2s") Duration contextWait, @Default("passthrough") Fallback fallback) {}
 
   /** {@code store.type}. */
   public enum StoreType {
@@ -157,27 +179,37 @@ public record Config(
    * @param redisCluster connect to {@code redisUri} as a Redis Cluster seed node
    */
   public record Store(
-      StoreType type,
-      Duration ttl,
-      String redisUri,
-      long maxEntries,
-      String keyPrefix,
-      Duration redisTimeout,
-      boolean redisCluster) {}
+      @Default("memory") StoreType type,
+      @Default("1m") Duration ttl,
+      @Default("redis://127.0.0.1:6379") String redisUri,
+      @Default("100000") long maxEntries,
+      @Default("disagg_usage:") String keyPrefix,
+      @Default("50ms") Duration redisTimeout,
+      @Default("false") boolean redisCluster) {}
 
   /** {@code metadata.*}: Envoy dynamic metadata (behaviour.md §7). */
-  public record Metadata(String namespace) {}
+  public record Metadata(@Default("disagg_usage") String namespace) {}
 
   /**
-   * {@code limits.*}: per-stream memory bounds. Anything larger passes through unmodified and is counted.
+   * {@code limits.*}: per-stream memory bounds, anything larger passes through unmodified and is
+   * counted; and the bound on waiting exchanges.
    *
    * @param maxBodyBytes largest part of a JSON body held back (from its usage object on), or context
    *     JSON body read
    * @param maxEventBytes largest single SSE event the service holds to rewrite
    * @param maxUsageBytes largest {@code usage} object the service parses
    * @param maxKeyBytes longest correlation key accepted (longer keys: exchange not correlated)
+   * @param maxWaiters a bound on generation exchanges waiting for their context usage at once
+   *     (concurrent / generation-first flows). Over it an exchange does not wait: its usage passes
+   *     through unchanged with outcome {@code context_timeout}, and the refusal is counted. 0 means no
+   *     exchange ever waits
    */
-  public record Limits(int maxBodyBytes, int maxEventBytes, int maxUsageBytes, int maxKeyBytes) {}
+  public record Limits(
+      @Default("16MiB") @Bytes int maxBodyBytes,
+      @Default("1MiB") @Bytes int maxEventBytes,
+      @Default("64KiB") @Bytes int maxUsageBytes,
+      @Default("256") @Bytes int maxKeyBytes,
+      @Default("10000") int maxWaiters) {}
 
   /**
    * {@code metrics.*}: how the {@code model} label is bounded, so a client naming models cannot explode
@@ -188,7 +220,12 @@ public record Config(
    * @param maxModels with no allow-list, how many distinct models get their own label value; every
    *     other model is counted as {@code other}
    */
-  public record Metrics(List<String> models, int maxModels) {}
+  public record Metrics(@Default("") List<String> models, @Default("20") int maxModels) {
+
+    public Metrics {
+      models = List.copyOf(models);
+    }
+  }
 
   /** {@code logging.format}: how each log line is written to stdout. */
   public enum LogFormat {
@@ -212,43 +249,28 @@ public record Config(
    * {@code logging.*}: the log line format and the root level. The {@code --log-level} flag (and its
    * variable {@code DISAGG_USAGE_LOG_LEVEL}) set {@code logging.level} with the highest precedence.
    */
-  public record Logging(LogFormat format, LogLevel level) {}
+  public record Logging(@Default("text") LogFormat format, @Default("info") LogLevel level) {}
 
-  /** The embedded defaults: what {@code java -jar} runs with no config file. */
+  /**
+   * The embedded defaults: what {@code java -jar} runs with no config file. Each key's {@link Default}
+   * bound as the configuration; the same instance on every call.
+   */
   public static Config defaults() {
-    return new Config(
-        new Grpc(
-            9002,
-            64 * 1024 * 1024,
-            "",
-            new Tls("", "", "", Duration.ofMinutes(1)),
-            Duration.ofSeconds(30),
-            Duration.ofSeconds(10),
-            Duration.ofSeconds(10),
-            0,
-            Duration.ZERO),
-        new Admin(9090),
-        new Classification(
-            List.of(),
-            List.of(),
-            List.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"),
-            true,
-            false),
-        new Ordering(Duration.ofSeconds(2), Fallback.PASSTHROUGH),
-        new Store(
-            StoreType.MEMORY,
-            Duration.ofSeconds(60),
-            "redis://127.0.0.1:6379",
-            100_000,
-            "disagg_usage:",
-            Duration.ofMillis(50),
-            false),
-        new Metadata("disagg_usage"),
-        new Limits(16 * 1024 * 1024, 1024 * 1024, 64 * 1024, 256),
-        new Metrics(List.of(), 20),
-        new Logging(LogFormat.TEXT, LogLevel.INFO),
-        new Shutdown(Duration.ofSeconds(30)),
-        new Waiting(10_000),
-        new Streaming(false));
+    return ConfigTree.DEFAULTS;
   }
+
+  /**
+   * The embedded default of a key, written as in an environment variable: a size or duration with its
+   * unit, a list comma-separated. Every key (record component of a section) carries one.
+   */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.RECORD_COMPONENT)
+  public @interface Default {
+    String value();
+  }
+
+  /** Marks an integer key as a size in bytes, written plain or with a KiB, MiB or GiB suffix. */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.RECORD_COMPONENT)
+  public @interface Bytes {}
 }

@@ -41,6 +41,6 @@ record ExchangeServices(
         metrics,
         timer,
         new ExchangeWarnings(),
-        new WaitLimiter(config.waiting().maxWaiters()));
+        new WaitLimiter(config.limits().maxWaiters()));
   }
 }

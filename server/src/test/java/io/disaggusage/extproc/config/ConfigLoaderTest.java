@@ -128,12 +128,12 @@ class ConfigLoaderTest {
                 19002,
                 8 * 1024 * 1024,
                 "127.0.0.1",
-                new Config.Tls("", "", "", Duration.ofSeconds(30)),
                 Duration.ofSeconds(45),
                 Duration.ofSeconds(5),
                 Duration.ofSeconds(1),
                 5000,
-                Duration.ofMinutes(10)));
+                Duration.ofMinutes(10),
+                new Config.Tls("", "", "", Duration.ofSeconds(30))));
     assertThat(config.shutdown()).isEqualTo(new Config.Shutdown(Duration.ofSeconds(45)));
     assertThat(config.admin()).isEqualTo(new Config.Admin(19090));
     assertThat(config.classification())
@@ -153,7 +153,7 @@ class ConfigLoaderTest {
                 Duration.ofMillis(20),
                 true));
     assertThat(config.metadata().namespace()).isEqualTo("usage.fix-1");
-    assertThat(config.limits()).isEqualTo(new Config.Limits(1024 * 1024, 256 * 1024, 4096, 128));
+    assertThat(config.limits()).isEqualTo(new Config.Limits(1024 * 1024, 256 * 1024, 4096, 128, 10_000));
   }
 
   @Test
@@ -262,12 +262,12 @@ class ConfigLoaderTest {
     changed.put("limits.max_event_bytes", "12");
     changed.put("limits.max_usage_bytes", "13");
     changed.put("limits.max_key_bytes", "14");
+    changed.put("limits.max_waiters", "15");
     changed.put("metrics.models", "m1,m2");
     changed.put("metrics.max_models", "5");
     changed.put("logging.format", "json");
     changed.put("logging.level", "warn");
     changed.put("shutdown.drain_timeout", "0s");
-    changed.put("limits.max_waiters", "15");
     changed.put("streaming.inject_include_usage", "true");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
@@ -280,16 +280,16 @@ class ConfigLoaderTest {
                     1,
                     1024,
                     "unix://" + dir.resolve("extproc.sock"),
-                    new Config.Tls(
-                        dir.resolve("tls.crt").toString(),
-                        dir.resolve("tls.key").toString(),
-                        dir.resolve("ca.crt").toString(),
-                        Duration.ofMillis(250)),
                     Duration.ZERO,
                     Duration.ofSeconds(3),
                     Duration.ZERO,
                     100,
-                    Duration.ofMinutes(5)),
+                    Duration.ofMinutes(5),
+                    new Config.Tls(
+                        dir.resolve("tls.crt").toString(),
+                        dir.resolve("tls.key").toString(),
+                        dir.resolve("ca.crt").toString(),
+                        Duration.ofMillis(250))),
                 new Config.Admin(2),
                 new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false, true),
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
@@ -302,11 +302,10 @@ class ConfigLoaderTest {
                     Duration.ofMillis(9),
                     true),
                 new Config.Metadata("ns"),
-                new Config.Limits(11, 12, 13, 14),
+                new Config.Limits(11, 12, 13, 14, 15),
                 new Config.Metrics(List.of("m1", "m2"), 5),
                 new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN),
                 new Config.Shutdown(Duration.ZERO),
-                new Config.Waiting(15),
                 new Config.Streaming(true)));
   }
 

@@ -109,12 +109,12 @@ class ConfigYamlTest {
                 0,
                 12345,
                 "::1",
-                new Config.Tls("", "", "", Duration.ofMillis(250)),
                 Duration.ofSeconds(45),
                 Duration.ofSeconds(5),
                 Duration.ZERO,
                 64,
-                Duration.ofMinutes(5)),
+                Duration.ofMinutes(5),
+                new Config.Tls("", "", "", Duration.ofMillis(250))),
             new Config.Admin(65535),
             new Config.Classification(
                 awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false, true),
@@ -128,11 +128,10 @@ class ConfigYamlTest {
                 Duration.ofMillis(75),
                 false),
             new Config.Metadata("usage.fix-1"),
-            new Config.Limits(1536, 3 * 1024 * 1024, 1, Integer.MAX_VALUE),
+            new Config.Limits(1536, 3 * 1024 * 1024, 1, Integer.MAX_VALUE, 0),
             new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0),
             new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF),
             new Config.Shutdown(Duration.ofSeconds(90)),
-            new Config.Waiting(0),
             new Config.Streaming(true));
 
     String yaml = ConfigLoader.toYaml(config);

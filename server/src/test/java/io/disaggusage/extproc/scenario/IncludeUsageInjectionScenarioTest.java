@@ -37,7 +37,7 @@ class IncludeUsageInjectionScenarioTest {
 
   static Config injecting(Config c) {
     return new Config(c.grpc(), c.admin(), c.classification(), c.ordering(), c.store(), c.metadata(), c.limits(),
-        c.metrics(), c.logging(), c.shutdown(), c.waiting(), new Config.Streaming(true));
+        c.metrics(), c.logging(), c.shutdown(), new Config.Streaming(true));
   }
 
   @BeforeEach

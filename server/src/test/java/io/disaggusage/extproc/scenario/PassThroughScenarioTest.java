@@ -255,7 +255,7 @@ class PassThroughScenarioTest {
     Config d = ServiceUnderTest.testConfig();
     Config small =
         new Config(d.grpc(), d.admin(), d.classification(), d.ordering(), d.store(), d.metadata(),
-            new Config.Limits(200, 150, 64 * 1024, 256), d.metrics(), d.logging(), d.shutdown(), d.waiting(), d.streaming());
+            new Config.Limits(200, 150, 64 * 1024, 256, d.limits().maxWaiters()), d.metrics(), d.logging(), d.shutdown(), d.streaming());
     try (ServiceUnderTest s = new ServiceUnderTest(small)) {
       String ctxReq = "{\"kv_transfer_params\":{\"do_remote_decode\":true}}";
       String genReq = "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}";

@@ -127,7 +127,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.limits(),
         d.metrics(),
         d.logging(),
-        d.shutdown(), d.waiting(), d.streaming());
+        d.shutdown(), d.streaming());
   }
 
   public static Config testConfig() {

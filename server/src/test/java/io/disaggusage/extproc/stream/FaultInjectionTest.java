@@ -52,11 +52,11 @@ class FaultInjectionTest {
     Config d = ServiceUnderTest.testConfig(WAIT);
     Config.Grpc g = d.grpc();
     return new Config(
-        new Config.Grpc(g.port(), maxInboundMessageBytes, g.listen(), g.tls(), g.keepaliveTime(), g.keepaliveTimeout(),
-            g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle()),
+        new Config.Grpc(g.port(), maxInboundMessageBytes, g.listen(), g.keepaliveTime(), g.keepaliveTimeout(),
+            g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle(), g.tls()),
         d.admin(), d.classification(), d.ordering(),
         new Config.Store(d.store().type(), TTL, d.store().redisUri(), d.store().maxEntries(), d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
-        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.waiting(), d.streaming());
+        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming());
   }
 
   /** The service with a switchable store in front of the fixture's memory store. */

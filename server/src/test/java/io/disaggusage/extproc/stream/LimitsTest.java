@@ -39,8 +39,8 @@ class LimitsTest {
         new Config(d.grpc(), d.admin(), d.classification(), d.ordering(),
             new Config.Store(d.store().type(), d.store().ttl(), d.store().redisUri(), maxEntries,
                 d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
-            d.metadata(), new Config.Limits(maxBody, maxEvent, d.limits().maxUsageBytes(), maxKey),
-            d.metrics(), d.logging(), d.shutdown(), new Config.Waiting(maxWaiters), d.streaming());
+            d.metadata(), new Config.Limits(maxBody, maxEvent, d.limits().maxUsageBytes(), maxKey, maxWaiters),
+            d.metrics(), d.logging(), d.shutdown(), d.streaming());
     store = new MemoryContextUsageStore(config.store().ttl(), maxEntries, ExchangeStreamFuzzTest.TIMER);
     metrics = Metrics.standalone();
     envoy = new DirectEnvoy(new ExtProcService(config, store, metrics, ExchangeStreamFuzzTest.TIMER));
@@ -49,7 +49,7 @@ class LimitsTest {
   void start() {
     Config d = Config.defaults();
     start(d.limits().maxBodyBytes(), d.limits().maxEventBytes(), d.limits().maxKeyBytes(), d.store().maxEntries(),
-        d.waiting().maxWaiters(), Duration.ofSeconds(10));
+        d.limits().maxWaiters(), Duration.ofSeconds(10));
   }
 
   @AfterEach

@@ -1,0 +1,254 @@
+package io.disaggusage.extproc.config;
+
+import static io.disaggusage.extproc.config.ConfigLoader.formatDuration;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The rules a bound {@link Config} must meet beyond its keys' types: bounds, formats, keys that must
+ * agree, and the files and directories that must exist. Every broken rule is reported to {@link
+ * ConfigProblems} under the key it concerns.
+ */
+final class ConfigValidator {
+
+  private static final Duration MAX_CONTEXT_WAIT = Duration.ofHours(1);
+  private static final Duration MAX_DRAIN_TIMEOUT = Duration.ofHours(1);
+  /** Upper bound of the gRPC connection durations (keepalive, idle, certificate reload). */
+  private static final Duration MAX_CONNECTION_DURATION = Duration.ofHours(24);
+  /** Re-reading certificate files more often than this gains nothing. */
+  private static final Duration MIN_TLS_RELOAD_INTERVAL = Duration.ofMillis(100);
+  /** A slow Redis must never hold LLM traffic longer than this per command. */
+  private static final Duration MAX_REDIS_TIMEOUT = Duration.ofSeconds(5);
+  /** The shortest positive duration: "must be positive" is "at least this". */
+  private static final Duration POSITIVE = Duration.ofNanos(1);
+
+  private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9_.-]+");
+  private static final Pattern KEY_PREFIX = Pattern.compile("[A-Za-z0-9_.:-]{1,64}");
+  private static final Set<String> REDIS_SCHEMES =
+      Set.of("redis", "rediss", "redis-sentinel", "rediss-sentinel");
+
+  private final ConfigProblems problems;
+
+  ConfigValidator(ConfigProblems problems) {
+    this.problems = problems;
+  }
+
+  void validate(Config config) {
+    Config.Grpc grpc = config.grpc();
+    Config.Limits limits = config.limits();
+    Config.Store store = config.store();
+    range("grpc.port", grpc.port(), 0, 65535, "must be between 0 and 65535 (0 picks a free port)");
+    range("admin.port", config.admin().port(), 0, 65535, "must be between 0 and 65535 (0 picks a free port)");
+    if (grpc.port() != 0 && grpc.port() == config.admin().port()) {
+      problems.invalid("admin.port", "must differ from grpc.port (both are " + grpc.port() + ")");
+    }
+    positive("grpc.max_inbound_message_bytes", grpc.maxInboundMessageBytes());
+    positive("limits.max_body_bytes", limits.maxBodyBytes());
+    positive("limits.max_event_bytes", limits.maxEventBytes());
+    positive("limits.max_usage_bytes", limits.maxUsageBytes());
+    positive("limits.max_key_bytes", limits.maxKeyBytes());
+    range("metrics.max_models", config.metrics().maxModels(), 0, 1000, "must be between 0 and 1000");
+    range("limits.max_waiters", limits.maxWaiters(), 0, Long.MAX_VALUE, "must be 0 or more");
+    positive("store.max_entries", store.maxEntries());
+    Duration wait = config.ordering().contextWait();
+    duration("ordering.context_wait", wait, POSITIVE, "must be positive", MAX_CONTEXT_WAIT);
+    if (store.ttl().compareTo(wait) <= 0 && !problems.isUnreadable("ordering.context_wait")) {
+      problems.invalid(
+          "store.ttl",
+          "must be longer than ordering.context_wait (" + formatDuration(wait) + "), got " + formatDuration(store.ttl()));
+    }
+    String namespace = config.metadata().namespace();
+    if (namespace.isEmpty()) {
+      problems.invalid("metadata.namespace", "must not be empty");
+    } else if (!NAMESPACE.matcher(namespace).matches()) {
+      problems.invalid("metadata.namespace", "\"" + namespace + "\" must match [A-Za-z0-9_.-]+");
+    }
+    validateClassification(config.classification());
+    validateStore(store);
+    validateTransport(grpc, config.shutdown());
+  }
+
+  private void validateClassification(Config.Classification classification) {
+    for (String path : classification.paths()) {
+      if (!path.startsWith("/")) {
+        problems.invalid("classification.paths", "\"" + path + "\" must start with /");
+      } else if (path.contains("?") || path.chars().anyMatch(Character::isWhitespace)) {
+        problems.invalid("classification.paths", "\"" + path + "\" must be a plain path, without query or spaces");
+      }
+    }
+    List<String> contextClusters = classification.contextClusters();
+    if (contextClusters.stream().anyMatch(String::isBlank)) {
+      problems.invalid("classification.context_clusters", "cluster names must not be blank");
+    }
+    if (classification.generationClusters().stream().anyMatch(String::isBlank)) {
+      problems.invalid("classification.generation_clusters", "cluster names must not be blank");
+    }
+    for (String cluster : classification.generationClusters()) {
+      if (contextClusters.contains(cluster)) {
+        problems.invalid(
+            "classification.generation_clusters",
+            "\"" + cluster + "\" is also listed in classification.context_clusters");
+      }
+    }
+  }
+
+  private void validateStore(Config.Store store) {
+    if (store.type() == Config.StoreType.REDIS) {
+      String problem = redisUriProblem(store.redisUri());
+      if (problem != null) {
+        problems.invalid("store.redis_uri", problem);
+      } else if (store.redisCluster() && store.redisUri().trim().toLowerCase(Locale.ROOT).contains("-sentinel:")) {
+        problems.invalid("store.redis_cluster", "cannot be combined with a Sentinel store.redis_uri");
+      }
+    }
+    if (!KEY_PREFIX.matcher(store.keyPrefix()).matches()) {
+      problems.invalid(
+          "store.key_prefix",
+          "\"" + store.keyPrefix() + "\" must be 1 to 64 characters of [A-Za-z0-9_.:-] (no braces: docs/redis.md)");
+    }
+    Duration redisTimeout = store.redisTimeout();
+    if (redisTimeout.compareTo(Duration.ofMillis(1)) < 0 || redisTimeout.compareTo(MAX_REDIS_TIMEOUT) > 0) {
+      problems.invalid(
+          "store.redis_timeout",
+          "must be between 1ms and " + formatDuration(MAX_REDIS_TIMEOUT) + ", got " + formatDuration(redisTimeout));
+    }
+  }
+
+  /** {@code grpc.listen}, {@code grpc.tls.*}, the connection durations and {@code shutdown.*}. */
+  private void validateTransport(Config.Grpc grpc, Config.Shutdown shutdown) {
+    try {
+      ListenAddress address = grpc.listenAddress();
+      if (address.isUnix()) {
+        Path parent = address.socketPath().getParent();
+        if (!Files.isDirectory(parent)) {
+          problems.invalid(
+              "grpc.listen",
+              "the socket's directory "
+                  + parent
+                  + " does not exist (it is not created; mount or create it, e.g. a volume shared with"
+                  + " Envoy)");
+        } else if (Files.isDirectory(address.socketPath())) {
+          problems.invalid("grpc.listen", address.socketPath() + " is a directory, not a socket path");
+        }
+      }
+    } catch (IllegalArgumentException e) {
+      problems.invalid("grpc.listen", e.getMessage());
+    }
+
+    String offAtZero = "must not be negative (0 turns it off)";
+    duration("grpc.keepalive_time", grpc.keepaliveTime(), Duration.ZERO, offAtZero, MAX_CONNECTION_DURATION);
+    duration("grpc.permit_keepalive_time", grpc.permitKeepaliveTime(), Duration.ZERO, offAtZero, MAX_CONNECTION_DURATION);
+    duration("grpc.max_connection_idle", grpc.maxConnectionIdle(), Duration.ZERO, offAtZero, MAX_CONNECTION_DURATION);
+    duration("grpc.keepalive_timeout", grpc.keepaliveTimeout(), POSITIVE, "must be positive", MAX_CONNECTION_DURATION);
+    range(
+        "grpc.max_concurrent_streams",
+        grpc.maxConcurrentStreams(),
+        0,
+        Integer.MAX_VALUE,
+        "must not be negative (0 means no limit)");
+    duration("shutdown.drain_timeout", shutdown.drainTimeout(), Duration.ZERO, "must not be negative", MAX_DRAIN_TIMEOUT);
+    duration(
+        "grpc.tls.reload_interval",
+        grpc.tls().reloadInterval(),
+        MIN_TLS_RELOAD_INTERVAL,
+        "must be at least " + formatDuration(MIN_TLS_RELOAD_INTERVAL),
+        MAX_CONNECTION_DURATION);
+    validateTlsFiles(grpc.tls());
+  }
+
+  private void validateTlsFiles(Config.Tls tls) {
+    boolean cert = !tls.certFile().isEmpty();
+    boolean key = !tls.keyFile().isEmpty();
+    // A key with a pairing problem is not also checked on disk: one message per key.
+    String unpaired = null;
+    if (cert && !key) {
+      unpaired = "grpc.tls.cert_file";
+      problems.invalid(unpaired, "is set but grpc.tls.key_file is not (set both or neither)");
+    } else if (key && !cert) {
+      unpaired = "grpc.tls.key_file";
+      problems.invalid(unpaired, "is set but grpc.tls.cert_file is not (set both or neither)");
+    } else if (tls.clientAuth() && !cert) {
+      unpaired = "grpc.tls.client_ca_file";
+      problems.invalid(
+          unpaired,
+          "requires grpc.tls.cert_file and grpc.tls.key_file (client certificates are checked only"
+              + " over TLS)");
+    }
+    for (Map.Entry<String, String> file :
+        List.of(
+            Map.entry("grpc.tls.cert_file", tls.certFile()),
+            Map.entry("grpc.tls.key_file", tls.keyFile()),
+            Map.entry("grpc.tls.client_ca_file", tls.clientCaFile()))) {
+      String problem = file.getValue().isEmpty() ? null : readableFileProblem(file.getValue());
+      if (problem != null && !file.getKey().equals(unpaired)) {
+        problems.invalid(file.getKey(), problem);
+      }
+    }
+  }
+
+  private void positive(String key, long value) {
+    range(key, value, 1, Long.MAX_VALUE, "must be positive");
+  }
+
+  /** {@code key} must hold {@code min} to {@code max}; else {@code rule} and what it got. */
+  private void range(String key, long value, long min, long max, String rule) {
+    if (value < min || value > max) {
+      problems.invalid(key, rule + ", got " + value);
+    }
+  }
+
+  /** {@code key} must hold {@code min} ({@code belowMin} otherwise) to {@code max}. */
+  private void duration(String key, Duration value, Duration min, String belowMin, Duration max) {
+    if (value.compareTo(min) < 0) {
+      problems.invalid(key, belowMin + ", got " + formatDuration(value));
+    } else if (value.compareTo(max) > 0) {
+      problems.invalid(key, "must be at most " + formatDuration(max) + ", got " + formatDuration(value));
+    }
+  }
+
+  /** Why {@code name} is not a readable regular file, or null when it is. */
+  private static String readableFileProblem(String name) {
+    Path path;
+    try {
+      path = Path.of(name);
+    } catch (InvalidPathException e) {
+      return "invalid path \"" + name + "\": " + e.getReason();
+    }
+    if (!Files.exists(path)) {
+      return "file " + path + " does not exist";
+    }
+    if (!Files.isRegularFile(path)) {
+      return path + " is not a regular file";
+    }
+    if (!Files.isReadable(path)) {
+      return "file " + path + " is not readable by this process";
+    }
+    return null;
+  }
+
+  private static String redisUriProblem(String text) {
+    URI uri;
+    try {
+      uri = new URI(text.trim());
+    } catch (URISyntaxException e) {
+      return "invalid URI \"" + text + "\": " + e.getReason();
+    }
+    if (uri.getScheme() == null || !REDIS_SCHEMES.contains(uri.getScheme().toLowerCase(Locale.ROOT))) {
+      return "\"" + text + "\" must be a redis://, rediss://, redis-sentinel:// or rediss-sentinel:// URI";
+    }
+    if (uri.getHost() == null || uri.getHost().isEmpty()) {
+      return "\"" + text + "\" has no host (expected e.g. redis://redis.example:6379)";
+    }
+    return null;
+  }
+}
