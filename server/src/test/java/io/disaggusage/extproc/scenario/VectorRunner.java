@@ -71,7 +71,7 @@ public final class VectorRunner {
    */
   static void complete(DirectEnvoy.Stream s) {
     try {
-      s.awaitAnswered(Duration.ofSeconds(10)); // past it, the test's owed-reply check reports the stream
+      s.awaitAnswered(Duration.ofSeconds(10)); // past it, the outcome names the replies still owed
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return;
