@@ -149,9 +149,9 @@ class GracefulDrainTest {
       all.await(ServingStatus.SERVING, Duration.ofSeconds(5));
       extProc.await(ServingStatus.SERVING, Duration.ofSeconds(5));
 
-      // SIGTERM: close() runs on its own thread, as Main's signal handler does.
+      // SIGTERM: close() runs on its own thread, as Main's signal handler does. That thread notes what
+      // had been stored when close() returned: the exchange's usage, if close() waited for it.
       AtomicLong storedWhenClosed = new AtomicLong(-1);
-      // It records what had been stored when close() returned: the exchange's usage, if close() waited for it.
       long begin = System.nanoTime();
       CompletableFuture<Duration> closed =
           CompletableFuture.supplyAsync(

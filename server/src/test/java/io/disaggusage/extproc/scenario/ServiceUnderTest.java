@@ -82,7 +82,7 @@ public final class ServiceUnderTest implements AutoCloseable {
    * The clock of the fixture's own memory store (the one every fixture uses unless given a store
    * factory); see {@link #passStoreTtl()}.
    */
-  public final SkippableTicker storeClock;
+  private final SkippableTicker storeClock;
   public final FakeEnvoy envoy;
   private final StreamEnds streamEnds = new StreamEnds();
   private final Server server;
@@ -155,7 +155,7 @@ public final class ServiceUnderTest implements AutoCloseable {
 
   /**
    * Moves the fixture's own memory store past its TTL at once and lets it drop what expired: every
-   * entry put so far is gone.
+   * entry put so far is gone. Only for a fixture made without a {@link StoreFactory}.
    */
   public void passStoreTtl() {
     storeClock.skip(config.store().ttl().plusNanos(1));
