@@ -25,6 +25,7 @@ import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -258,6 +259,17 @@ public final class ServerRuntime implements AutoCloseable {
     return listener == null || listener.tls() == null
         ? Optional.empty()
         : Optional.of(listener.tls().certificate());
+  }
+
+  /**
+   * Completes when the certificate reload pass that starts next has finished (see {@code
+   * grpc.tls.reload_interval}); for tests, which wait on it instead of the interval.
+   */
+  CompletableFuture<Void> nextTlsReload() {
+    if (listener == null || listener.tls() == null) {
+      throw new IllegalStateException("no TLS listener");
+    }
+    return listener.tls().nextReload();
   }
 
   /** The port the admin server listens on (the chosen one when {@code admin.port} is 0). */

@@ -14,7 +14,12 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.PrivateKey;
 import java.security.cert.X509Certificate;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -51,6 +56,8 @@ final class ServerTls implements AutoCloseable {
   /** True while a reload pass could not read the files (their warning is logged once). */
   private boolean unreadable;
   private volatile X509Certificate certificate;
+  /** Completed at the end of the next reload pass to start (see {@link #nextReload()}). */
+  private final Queue<CompletableFuture<Void>> nextReload = new ConcurrentLinkedQueue<>();
 
   private ServerTls(Config.Tls config, AdvancedTlsX509TrustManager trustManager) {
     this.config = config;
@@ -117,13 +124,29 @@ final class ServerTls implements AutoCloseable {
     return certificate;
   }
 
+  /**
+   * Completes when the next reload pass to start has finished: that pass read the files as they were
+   * after this call. Lets a test wait for the reloader instead of sleeping through its interval.
+   */
+  CompletableFuture<Void> nextReload() {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    nextReload.add(done);
+    return done;
+  }
+
   /** One reload pass: applies changed files, keeps the previous credentials on any problem. */
   void reload() {
+    List<CompletableFuture<Void>> waiting = new ArrayList<>();
+    for (CompletableFuture<Void> f = nextReload.poll(); f != null; f = nextReload.poll()) {
+      waiting.add(f);
+    }
     try {
       load(false);
     } catch (StartupException | RuntimeException e) {
       // load(false) reports file problems itself and keeps the previous credentials; this is the rest
       log.warn("TLS reload failed: {}; still serving the previous certificate", e.toString());
+    } finally {
+      waiting.forEach(f -> f.complete(null));
     }
   }
 

@@ -16,16 +16,14 @@ import io.disaggusage.extproc.emulator.envoy.ExchangeHandle;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
-import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -35,8 +33,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -91,47 +90,18 @@ class GracefulDrainTest {
         .statusCode();
   }
 
-  /** A health Watch that records every status and cancels itself once it saw NOT_SERVING. */
-  private static List<ServingStatus> watchHealth(ManagedChannel channel, String service) {
-    List<ServingStatus> seen = new CopyOnWriteArrayList<>();
-    HealthGrpc.newStub(channel)
-        .watch(
-            HealthCheckRequest.newBuilder().setService(service).build(),
-            new ClientResponseObserver<HealthCheckRequest, HealthCheckResponse>() {
-              private ClientCallStreamObserver<HealthCheckRequest> call;
-
-              @Override
-              public void beforeStart(ClientCallStreamObserver<HealthCheckRequest> requestStream) {
-                call = requestStream;
-              }
-
-              @Override
-              public void onNext(HealthCheckResponse response) {
-                seen.add(response.getStatus());
-                if (response.getStatus() == ServingStatus.NOT_SERVING) {
-                  call.cancel("prober saw NOT_SERVING", null);
-                }
-              }
-
-              @Override
-              public void onError(Throwable t) {}
-
-              @Override
-              public void onCompleted() {}
-            });
-    return seen;
-  }
-
-  private static void await(String what, Duration limit, Check condition) throws Exception {
+  /** Waits until the channel's connection is no longer READY (a GOAWAY received makes it IDLE). */
+  private static void awaitLeavesReady(ManagedChannel channel, Duration limit) throws InterruptedException {
     long deadline = System.nanoTime() + limit.toNanos();
-    while (!condition.holds()) {
-      assertThat(System.nanoTime()).as("waiting for %s", what).isLessThan(deadline);
-      Thread.sleep(10);
+    for (ConnectivityState state = channel.getState(false);
+        state == ConnectivityState.READY;
+        state = channel.getState(false)) {
+      CountDownLatch changed = new CountDownLatch(1);
+      channel.notifyWhenStateChanged(state, changed::countDown);
+      assertThat(changed.await(deadline - System.nanoTime(), TimeUnit.NANOSECONDS))
+          .as("channel still READY after %s", limit)
+          .isTrue();
     }
-  }
-
-  private interface Check {
-    boolean holds() throws Exception;
   }
 
   /** True once a new Check RPC is refused (the server stopped accepting), false while it is answered. */
@@ -174,32 +144,36 @@ class GracefulDrainTest {
       assertThat(runtime.metrics().activeStreams()).isEqualTo(1);
 
       ManagedChannel probeChannel = newChannel();
-      List<ServingStatus> all = watchHealth(probeChannel, "");
-      List<ServingStatus> extProc = watchHealth(probeChannel, ServerRuntime.EXT_PROC_SERVICE_NAME);
-      await("health SERVING", Duration.ofSeconds(5), () -> all.contains(ServingStatus.SERVING)
-          && extProc.contains(ServingStatus.SERVING));
+      HealthWatch all = HealthWatch.untilNotServing(probeChannel, "", () -> {});
+      HealthWatch extProc = HealthWatch.untilNotServing(probeChannel, ServerRuntime.EXT_PROC_SERVICE_NAME, () -> {});
+      all.await(ServingStatus.SERVING, Duration.ofSeconds(5));
+      extProc.await(ServingStatus.SERVING, Duration.ofSeconds(5));
 
-      // SIGTERM: close() runs on its own thread, as Main's signal handler does.
+      // SIGTERM: close() runs on its own thread, as Main's signal handler does. That thread notes what
+      // had been stored when close() returned: the exchange's usage, if close() waited for it.
+      AtomicLong storedWhenClosed = new AtomicLong(-1);
       long begin = System.nanoTime();
       CompletableFuture<Duration> closed =
           CompletableFuture.supplyAsync(
               () -> {
                 runtime.close();
+                storedWhenClosed.set(runtime.metrics().exchangeCount(Phase.CONTEXT, Outcome.STORED));
                 return Duration.ofNanos(System.nanoTime() - begin);
               });
 
       // Promptly: both health names NOT_SERVING, /readyz 503, and new streams refused.
-      await("health NOT_SERVING", Duration.ofSeconds(2), () -> all.contains(ServingStatus.NOT_SERVING)
-          && extProc.contains(ServingStatus.NOT_SERVING));
-      assertThat(all).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
-      assertThat(extProc).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
+      all.await(ServingStatus.NOT_SERVING, Duration.ofSeconds(2));
+      extProc.await(ServingStatus.NOT_SERVING, Duration.ofSeconds(2));
+      assertThat(all.seen()).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
+      assertThat(extProc.seen()).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
       assertThat(readyz()).isEqualTo(503);
-      await("new streams refused", Duration.ofSeconds(2), () -> newStreamRefused(newChannel()));
-      // Envoy's own connection learns of the shutdown through GOAWAY, which takes a moment to arrive.
-      await("a new stream on Envoy's own connection refused", Duration.ofSeconds(2), () -> newStreamRefused(envoyChannel));
+      Poll.until("new streams refused", Duration.ofSeconds(2), () -> newStreamRefused(newChannel()));
+      // Envoy's own connection learns of the shutdown through GOAWAY, which takes a moment to arrive:
+      // its channel then leaves READY, and a new stream on it finds the listener closed.
+      awaitLeavesReady(envoyChannel, Duration.ofSeconds(2));
+      assertThat(newStreamRefused(envoyChannel)).as("a new stream on Envoy's own connection refused").isTrue();
 
       // The exchange in flight is what keeps close() waiting ...
-      Thread.sleep(300);
       assertThat(closed).isNotDone();
       assertThat(runtime.isTerminated()).isFalse();
 
@@ -213,6 +187,7 @@ class GracefulDrainTest {
 
       // close() returns as soon as the last stream ended, far from the 20 s drain timeout.
       Duration took = closed.get(10, TimeUnit.SECONDS);
+      assertThat(storedWhenClosed.get()).as("stored before close() returned").isEqualTo(1);
       assertThat(took).isLessThan(Duration.ofSeconds(5));
       assertThat(runtime.isTerminated()).isTrue();
     }

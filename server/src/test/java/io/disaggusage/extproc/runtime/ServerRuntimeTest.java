@@ -12,7 +12,6 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
-import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -20,8 +19,6 @@ import io.grpc.reflection.v1.ServerReflectionGrpc;
 import io.grpc.reflection.v1.ServerReflectionRequest;
 import io.grpc.reflection.v1.ServerReflectionResponse;
 import io.grpc.reflection.v1.ServiceResponse;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.ConnectException;
@@ -35,7 +32,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -195,89 +191,44 @@ class ServerRuntimeTest {
   @Test
   void shutdownAnnouncesNotServingAndWaitsForInFlightStreams() throws Exception {
     start();
-    List<ServingStatus> seen = new CopyOnWriteArrayList<>();
     CompletableFuture<Integer> readyzWhileDraining = new CompletableFuture<>();
-    CompletableFuture<Void> watchEnded = new CompletableFuture<>();
-    HealthGrpc.newStub(channel)
-        .watch(
-            service(""),
-            new ClientResponseObserver<HealthCheckRequest, HealthCheckResponse>() {
-              private ClientCallStreamObserver<HealthCheckRequest> call;
-
-              @Override
-              public void beforeStart(ClientCallStreamObserver<HealthCheckRequest> requestStream) {
-                call = requestStream;
-              }
-
-              @Override
-              public void onNext(HealthCheckResponse response) {
-                seen.add(response.getStatus());
-                if (response.getStatus() == ServingStatus.NOT_SERVING) {
-                  // Still draining: the admin server answers, and is not ready.
-                  try {
-                    readyzWhileDraining.complete(get("/readyz").statusCode());
-                  } catch (IOException | InterruptedException e) {
-                    readyzWhileDraining.completeExceptionally(e);
-                  }
-                  // This in-flight stream finishes on its own, well within the grace period.
-                  call.cancel("client done", null);
-                }
-              }
-
-              @Override
-              public void onError(Throwable t) {
-                watchEnded.complete(null);
-              }
-
-              @Override
-              public void onCompleted() {
-                watchEnded.complete(null);
+    // This in-flight stream finishes on its own, well within the grace period: on NOT_SERVING the
+    // prober asks /readyz (still draining: the admin server answers, and is not ready), then hangs up.
+    HealthWatch watch =
+        HealthWatch.untilNotServing(
+            channel,
+            "",
+            () -> {
+              try {
+                readyzWhileDraining.complete(get("/readyz").statusCode());
+              } catch (IOException | InterruptedException e) {
+                readyzWhileDraining.completeExceptionally(e);
               }
             });
-    awaitStatus(seen, ServingStatus.SERVING);
+    watch.await(ServingStatus.SERVING, Duration.ofSeconds(5));
 
     long begin = System.nanoTime();
     runtime.close();
     long closeMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin);
 
-    assertThat(seen).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
+    assertThat(watch.seen()).containsExactly(ServingStatus.SERVING, ServingStatus.NOT_SERVING);
     assertThat(readyzWhileDraining.get(5, TimeUnit.SECONDS)).isEqualTo(503);
-    watchEnded.get(5, TimeUnit.SECONDS);
+    watch.ended().get(5, TimeUnit.SECONDS);
     assertThat(closeMillis).isLessThan(runtime.config().shutdown().drainTimeout().toMillis());
   }
 
   @Test
   void shutdownCancelsStreamsStillOpenAfterTheDrainTimeout() throws Exception {
     start("shutdown.drain_timeout=300ms");
-    List<ServingStatus> seen = new CopyOnWriteArrayList<>();
-    CompletableFuture<Status> watchError = new CompletableFuture<>();
-    HealthGrpc.newStub(channel)
-        .watch(
-            service(EXT_PROC),
-            new StreamObserver<>() {
-              @Override
-              public void onNext(HealthCheckResponse response) {
-                seen.add(response.getStatus());
-              }
-
-              @Override
-              public void onError(Throwable t) {
-                watchError.complete(Status.fromThrowable(t));
-              }
-
-              @Override
-              public void onCompleted() {
-                watchError.complete(Status.OK);
-              }
-            });
-    awaitStatus(seen, ServingStatus.SERVING);
+    HealthWatch watch = HealthWatch.open(channel, EXT_PROC);
+    watch.await(ServingStatus.SERVING, Duration.ofSeconds(5));
 
     long begin = System.nanoTime();
     runtime.close();
     Duration took = Duration.ofNanos(System.nanoTime() - begin);
 
     assertThat(took).isGreaterThanOrEqualTo(Duration.ofMillis(300)).isLessThan(Duration.ofSeconds(3));
-    assertThat(watchError.get(5, TimeUnit.SECONDS).getCode()).isNotEqualTo(Status.Code.OK);
+    assertThat(watch.ended().get(5, TimeUnit.SECONDS).getCode()).isNotEqualTo(Status.Code.OK);
     assertThat(runtime.isTerminated()).isTrue();
   }
 
@@ -302,10 +253,7 @@ class ServerRuntimeTest {
     assertThat(get("/metrics").body()).contains("disagg_usage_store_ready 0");
 
     try (RedisServer redis = RedisServer.startOn(port)) {
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (get("/readyz").statusCode() != 200 && System.nanoTime() < deadline) {
-        Thread.sleep(20);
-      }
+      Poll.until("ready once Redis answers", Duration.ofSeconds(10), () -> get("/readyz").statusCode() == 200);
       assertThat(get("/readyz").statusCode()).isEqualTo(200);
       assertThat(get("/metrics").body()).contains("disagg_usage_store_ready 1");
     }
@@ -351,13 +299,5 @@ class ServerRuntimeTest {
     requests.onNext(ServerReflectionRequest.newBuilder().setListServices("").build());
     requests.onCompleted();
     return names.get(5, TimeUnit.SECONDS);
-  }
-
-  private static void awaitStatus(List<ServingStatus> seen, ServingStatus status) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (!seen.contains(status)) {
-      assertThat(System.nanoTime()).as("waiting for %s", status).isLessThan(deadline);
-      Thread.sleep(10);
-    }
   }
 }

@@ -256,7 +256,7 @@ class TransportTlsTest {
 
     // Only the certificate has been replaced so far: its key is still the old one.
     replaceAtomically(certFile, f -> TestPki.writeCertificates(f, renewed.certificate()));
-    Thread.sleep(600);
+    awaitReloadPass();
     assertThat(runtime.tlsCertificate()).contains(server.certificate());
     CapturingTrustManager during = trustingTheCa();
     assertThat(check(tlsChannel(during, null))).isEqualTo(ServingStatus.SERVING);
@@ -275,10 +275,11 @@ class TransportTlsTest {
 
     // The secret volume is briefly empty, then holds a truncated certificate.
     Files.delete(keyFile);
-    Thread.sleep(500);
+    awaitReloadPass();
+    assertThat(runtime.tlsCertificate()).contains(server.certificate());
     replaceAtomically(certFile, f -> Files.writeString(f, "-----BEGIN CERTIFICATE-----\nAAAA\n"));
     TestPki.writeKey(keyFile, server.keys(), KeyFormat.PKCS8);
-    Thread.sleep(500);
+    awaitReloadPass();
 
     assertThat(runtime.tlsCertificate()).contains(server.certificate());
     CapturingTrustManager trust = trustingTheCa();
@@ -322,11 +323,14 @@ class TransportTlsTest {
     Files.move(next, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
   }
 
-  private void awaitServedSerial(BigInteger serial) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (!runtime.tlsCertificate().map(c -> c.getSerialNumber().equals(serial)).orElse(false)) {
-      assertThat(System.nanoTime()).as("waiting for the reloaded certificate").isLessThan(deadline);
-      Thread.sleep(20);
-    }
+  /** Waits for a reload pass that read the files as they are now, and checks it applied the renewed pair. */
+  private void awaitServedSerial(BigInteger serial) throws Exception {
+    awaitReloadPass();
+    assertThat(runtime.tlsCertificate()).hasValueSatisfying(c -> assertThat(c.getSerialNumber()).isEqualTo(serial));
+  }
+
+  /** Waits until a reload pass that started after this call (so saw the files as they are now) is over. */
+  private void awaitReloadPass() throws Exception {
+    runtime.nextTlsReload().get(5, TimeUnit.SECONDS);
   }
 }

@@ -17,10 +17,12 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.stub.StreamObserver;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Envoy's ext_proc filter reduced to what decides the client-visible bytes, calling the service's
@@ -79,7 +81,9 @@ public final class DirectEnvoy {
     }
 
     private void send(Kind kind, byte[] chunk, ProcessingRequest request) {
-      pending.add(new Pending(kind, chunk));
+      synchronized (this) {
+        pending.add(new Pending(kind, chunk));
+      }
       toService.onNext(request);
     }
 
@@ -217,8 +221,24 @@ public final class DirectEnvoy {
     }
 
     /** Replies still owed by the service. */
-    public int owed() {
+    public synchronized int owed() {
       return pending.size();
+    }
+
+    /**
+     * Waits until the service has answered every message sent so far or broken the protocol (an error
+     * closing the stream included); woken by each reply. Returns false when {@code timeout} passed first.
+     */
+    public synchronized boolean awaitAnswered(Duration timeout) throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (!pending.isEmpty() && violation == null) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return false;
+        }
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      }
+      return true;
     }
 
     /** The first protocol violation seen, or null. */
@@ -254,6 +274,14 @@ public final class DirectEnvoy {
 
     @Override
     public synchronized void onNext(ProcessingResponse reply) {
+      try {
+        handle(reply);
+      } finally {
+        notifyAll(); // wakes awaitAnswered
+      }
+    }
+
+    private void handle(ProcessingResponse reply) {
       replies.add(reply);
       if (reply.getResponseCase() == ProcessingResponse.ResponseCase.RESPONSE_NOT_SET) {
         if (reply.hasOverrideMessageTimeout()) {
@@ -313,9 +341,10 @@ public final class DirectEnvoy {
     }
 
     @Override
-    public void onError(Throwable t) {
+    public synchronized void onError(Throwable t) {
       serverClosed = true;
       fail("server closed the stream with an error: " + t);
+      notifyAll(); // wakes awaitAnswered
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.disaggusage.extproc.scenario;
 
 import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
 import io.disaggusage.extproc.testkit.EngineRequests;
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
@@ -15,6 +16,8 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
 import io.grpc.BindableService;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -50,9 +53,14 @@ public final class ServiceUnderTest implements AutoCloseable {
     ContextUsageStore open(Config config, ScheduledExecutorService timer);
   }
 
-  /** The store every fixture uses unless told otherwise: the in-process one. */
-  public static final StoreFactory MEMORY_STORE =
-      (config, timer) -> new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer);
+  /** The in-process store on the system clock. */
+  public static final StoreFactory MEMORY_STORE = memoryStore(Ticker.systemTicker());
+
+  /** The in-process store on {@code clock}. */
+  public static StoreFactory memoryStore(Ticker clock) {
+    return (config, timer) ->
+        new MemoryContextUsageStore(config.store().ttl(), config.store().maxEntries(), timer, clock);
+  }
 
   /** Which gRPC transport carries the ext_proc stream. */
   public enum Transport {
@@ -72,7 +80,13 @@ public final class ServiceUnderTest implements AutoCloseable {
   public final Metrics metrics = Metrics.standalone();
   public final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
   public final ContextUsageStore store;
+  /**
+   * The clock of the fixture's own memory store (the one every fixture uses unless given a store
+   * factory); see {@link #passStoreTtl()}.
+   */
+  private final SkippableTicker storeClock;
   public final FakeEnvoy envoy;
+  private final StreamEnds streamEnds = new StreamEnds();
   private final Server server;
   private final ManagedChannel channel;
 
@@ -80,18 +94,38 @@ public final class ServiceUnderTest implements AutoCloseable {
     this(config, transport, profile, ExtProcService::new);
   }
 
+  /** The service the factory makes, on the fixture's own memory store. */
   public ServiceUnderTest(
       Config config, Transport transport, EnvoyProfile profile, ServiceFactory factory)
       throws Exception {
-    this(config, transport, profile, MEMORY_STORE, factory);
+    this(config, transport, profile, new SkippableTicker(), factory);
+  }
+
+  private ServiceUnderTest(
+      Config config, Transport transport, EnvoyProfile profile, SkippableTicker storeClock, ServiceFactory factory)
+      throws Exception {
+    this(config, transport, profile, storeClock, memoryStore(storeClock), factory);
   }
 
   public ServiceUnderTest(
       Config config, Transport transport, EnvoyProfile profile, StoreFactory stores, ServiceFactory factory)
       throws Exception {
+    this(config, transport, profile, new SkippableTicker(), stores, factory);
+  }
+
+  private ServiceUnderTest(
+      Config config,
+      Transport transport,
+      EnvoyProfile profile,
+      SkippableTicker storeClock,
+      StoreFactory stores,
+      ServiceFactory factory)
+      throws Exception {
     this.config = config;
+    this.storeClock = storeClock;
     this.store = stores.open(config, timer);
-    BindableService service = factory.create(config, store, metrics, timer);
+    ServerServiceDefinition service =
+        ServerInterceptors.intercept(factory.create(config, store, metrics, timer), streamEnds);
     if (transport == Transport.IN_PROCESS) {
       String name = InProcessServerBuilder.generateName();
       server = InProcessServerBuilder.forName(name).addService(service).build().start();
@@ -111,6 +145,23 @@ public final class ServiceUnderTest implements AutoCloseable {
 
   public ServiceUnderTest(Config config) throws Exception {
     this(config, Transport.IN_PROCESS, EnvoyProfile.V1_37);
+  }
+
+  /**
+   * Waits until every ext_proc stream the service accepted so far is over on the service's side, so
+   * what it does at a stream's end (gauges, waiters, counts) is done.
+   */
+  public void awaitStreamsEnded() throws InterruptedException {
+    streamEnds.awaitAllEnded(Duration.ofSeconds(5));
+  }
+
+  /**
+   * Moves the fixture's own memory store past its TTL at once and lets it drop what expired: every
+   * entry put so far is gone. Only for a fixture made without a {@link StoreFactory}.
+   */
+  public void passStoreTtl() {
+    storeClock.skip(config.store().ttl().plusNanos(1));
+    ((MemoryContextUsageStore) store).cleanUp();
   }
 
   /** Defaults plus the test clusters and a short context wait. */

@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAccumulator;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -59,11 +60,14 @@ class SoakTest {
         d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming());
   }
 
-  static long heapAfterGc(MemoryMXBean memory) throws InterruptedException {
+  /**
+   * The smallest heap seen over three full collections. {@link MemoryMXBean#gc()} returns once its
+   * collection is over (explicit GC is not concurrent by default), so each reading follows one.
+   */
+  static long heapAfterGc(MemoryMXBean memory) {
     long best = Long.MAX_VALUE;
     for (int i = 0; i < 3; i++) {
-      System.gc();
-      Thread.sleep(100);
+      memory.gc();
       best = Math.min(best, memory.getHeapMemoryUsage().getUsed());
     }
     return best;
@@ -78,8 +82,8 @@ class SoakTest {
       long heapStart = heapAfterGc(memory);
       counts.clear();
       long storeMax = runFor(s, DURATION, SEED);
-      Thread.sleep(TTL.toMillis() + 200);
-      ((io.disaggusage.extproc.store.MemoryContextUsageStore) s.store).cleanUp();
+      s.awaitStreamsEnded(); // every put made
+      s.passStoreTtl();
       long heapEnd = heapAfterGc(memory);
       String summary = "seed " + SEED + ", counts " + counts + ", heap " + heapStart / 1024 + " KiB -> " + heapEnd / 1024 + " KiB";
       System.out.println("soak: " + summary);
@@ -104,6 +108,7 @@ class SoakTest {
     ExecutorService pool = Executors.newFixedThreadPool(THREADS);
     long end = System.nanoTime() + duration.toNanos();
     List<Future<?>> futures = new ArrayList<>();
+    LongAccumulator storeMax = new LongAccumulator(Math::max, 0);
     for (int t = 0; t < THREADS; t++) {
       long threadSeed = seed * 31 + t;
       futures.add(pool.submit(() -> {
@@ -111,20 +116,16 @@ class SoakTest {
         long n = 0;
         while (System.nanoTime() < end) {
           one(s, rnd, "t" + threadSeed + "-" + n++);
+          storeMax.accumulate(s.store.size()); // sampled after every exchange
         }
         return null;
       }));
-    }
-    long storeMax = 0;
-    while (futures.stream().anyMatch(f -> !f.isDone())) {
-      storeMax = Math.max(storeMax, s.store.size());
-      Thread.sleep(50);
     }
     for (Future<?> f : futures) {
       f.get(); // rethrows a failed assertion with its message (seed included)
     }
     pool.shutdown();
-    return storeMax;
+    return storeMax.get();
   }
 
   static Chunking chunking(Random rnd) {
@@ -219,14 +220,7 @@ class SoakTest {
     c.releaseRequestBody();
     g.awaitResponseHeadersForwarded();
     g.releaseResponseBody();
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    while (!g.result().isDone()
-        && g.messagesSentSoFar().stream().noneMatch(m -> m.hasResponseBody() && m.getResponseBody().getEndOfStream())) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("generation response never ended");
-      }
-      Thread.sleep(1);
-    }
+    g.awaitResponseEndSent();
     c.awaitResponseHeadersForwarded();
     c.releaseResponseBody();
     return new ExchangeResult[] {c.awaitResult(), g.awaitResult()};

@@ -4,6 +4,7 @@ import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import io.disaggusage.extproc.driver.Chunking;
+import java.time.Duration;
 import java.util.List;
 
 /** Runs one {@link Vector} through {@link DirectEnvoy} with chosen chunkings of every body. */
@@ -69,14 +70,11 @@ public final class VectorRunner {
    * still waiting for its context (one that never comes) gets it at the wait's deadline.
    */
   static void complete(DirectEnvoy.Stream s) {
-    long deadline = System.nanoTime() + 10_000_000_000L;
-    while (s.owed() > 0 && s.violation() == null && System.nanoTime() < deadline) {
-      try {
-        Thread.sleep(2);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
+    try {
+      s.awaitAnswered(Duration.ofSeconds(10)); // past it, the outcome names the replies still owed
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return;
     }
     s.complete();
   }

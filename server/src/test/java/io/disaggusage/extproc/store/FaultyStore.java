@@ -6,7 +6,9 @@ import io.disaggusage.extproc.usage.ContextUsage;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -30,7 +32,12 @@ public final class FaultyStore extends ForwardingStore {
      */
     LATE_WRITES,
     /** Operations throw instead of returning a future (a client library bug). */
-    THROWING
+    THROWING,
+    /**
+     * Nothing lands until the test calls {@link #release()}: a put reaches the real store then, a read's
+     * result is delivered then (a store slower than any timer, on the test's cue).
+     */
+    HELD
   }
 
   private final ScheduledExecutorService timer;
@@ -38,6 +45,8 @@ public final class FaultyStore extends ForwardingStore {
   private volatile Duration delay = Duration.ofMillis(500);
   private final AtomicLong failed = new AtomicLong();
   private final CompletableFuture<Void> firstPut = new CompletableFuture<>();
+  private final CompletableFuture<Void> firstAwait = new CompletableFuture<>();
+  private final Queue<Runnable> held = new ConcurrentLinkedQueue<>();
 
   /** {@code real}: any store; {@link #restart()} needs the memory store. */
   public FaultyStore(ContextUsageStore real, ScheduledExecutorService timer) {
@@ -65,6 +74,24 @@ public final class FaultyStore extends ForwardingStore {
     return firstPut;
   }
 
+  /** Completes once the first await has reached the real store: its waiter, if it needs one, is registered. */
+  public CompletableFuture<Void> firstAwait() {
+    return firstAwait;
+  }
+
+  /**
+   * Lands every operation held so far ({@link Mode#HELD}), on the calling thread: when this returns,
+   * whoever was waiting for them has had their results. Returns how many there were.
+   */
+  public int release() {
+    int released = 0;
+    for (Runnable r = held.poll(); r != null; r = held.poll()) {
+      r.run();
+      released++;
+    }
+    return released;
+  }
+
   /** Operations that failed because of the fault. */
   public long failed() {
     return failed.get();
@@ -89,6 +116,12 @@ public final class FaultyStore extends ForwardingStore {
         // Cancelling the late future withdraws nothing from the real store: like a slow remote call.
         yield late;
       }
+      case HELD -> {
+        CompletableFuture<T> late = new CompletableFuture<>();
+        CompletableFuture<T> result = op.get();
+        held.add(() -> relay(result, late));
+        yield late;
+      }
     };
   }
 
@@ -96,11 +129,16 @@ public final class FaultyStore extends ForwardingStore {
   public CompletableFuture<Void> put(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
     firstPut.complete(null);
-    if (mode != Mode.LATE_WRITES) {
+    if (mode != Mode.LATE_WRITES && mode != Mode.HELD) {
       return apply(() -> real.put(keys, fingerprint, usage));
     }
     CompletableFuture<Void> landed = new CompletableFuture<>();
-    later(() -> relay(real.put(keys, fingerprint, usage), landed));
+    Runnable write = () -> relay(real.put(keys, fingerprint, usage), landed);
+    if (mode == Mode.HELD) {
+      held.add(write);
+    } else {
+      later(write);
+    }
     return landed;
   }
 
@@ -128,15 +166,15 @@ public final class FaultyStore extends ForwardingStore {
   @Override
   public CompletableFuture<ContextLookup> await(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
-    if (mode != Mode.SLOW) {
-      return apply(() -> real.await(keys, fingerprint, timeout));
-    }
     // Slow: the wait itself runs on the real store, so cancelling it withdraws the waiter.
-    return real.await(keys, fingerprint, timeout);
+    CompletableFuture<ContextLookup> result =
+        mode != Mode.SLOW ? apply(() -> real.await(keys, fingerprint, timeout)) : real.await(keys, fingerprint, timeout);
+    firstAwait.complete(null);
+    return result;
   }
 
   @Override
   public boolean isReady() {
-    return (mode == Mode.UP || mode == Mode.SLOW || mode == Mode.LATE_WRITES) && real.isReady();
+    return (mode == Mode.UP || mode == Mode.SLOW || mode == Mode.LATE_WRITES || mode == Mode.HELD) && real.isReady();
   }
 }

@@ -29,8 +29,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -62,10 +62,19 @@ class FaultInjectionTest {
   /** The service with a switchable store in front of the fixture's memory store. */
   static ServiceUnderTest withFaultyStore(AtomicReference<FaultyStore> holder, ServiceUnderTest.Transport transport, int maxInbound)
       throws Exception {
-    return new ServiceUnderTest(config(maxInbound), transport, EnvoyProfile.V1_37, (config, store, metrics, timer) -> {
+    return withFaultyStore(holder, config(maxInbound), transport);
+  }
+
+  static ServiceUnderTest withFaultyStore(AtomicReference<FaultyStore> holder, Config config) throws Exception {
+    return withFaultyStore(holder, config, ServiceUnderTest.Transport.IN_PROCESS);
+  }
+
+  private static ServiceUnderTest withFaultyStore(
+      AtomicReference<FaultyStore> holder, Config config, ServiceUnderTest.Transport transport) throws Exception {
+    return new ServiceUnderTest(config, transport, EnvoyProfile.V1_37, (c, store, metrics, timer) -> {
       FaultyStore faulty = new FaultyStore((io.disaggusage.extproc.store.MemoryContextUsageStore) store, timer);
       holder.set(faulty);
-      return new ExtProcService(config, faulty, metrics, timer);
+      return new ExtProcService(c, faulty, metrics, timer);
     });
   }
 
@@ -73,22 +82,15 @@ class FaultInjectionTest {
     return withFaultyStore(holder, ServiceUnderTest.Transport.IN_PROCESS, 64 * 1024 * 1024);
   }
 
-  static void eventually(String what, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("never: " + what);
-      }
-      Thread.sleep(5);
-    }
-  }
-
-  /** Nothing left behind: streams closed, no waiter, and the store empty once the TTL passed. */
+  /**
+   * Nothing left behind: once every stream is over on the service's side, no stream is counted open and
+   * no waiter is left; and the store is empty once its TTL has passed.
+   */
   static void assertNoLeak(ServiceUnderTest s) throws InterruptedException {
-    eventually("active streams back to 0", () -> s.metrics.activeStreams() == 0);
-    eventually("no waiter left", () -> s.store.waiters() == 0);
-    Thread.sleep(TTL.toMillis() + 50);
-    ((io.disaggusage.extproc.store.MemoryContextUsageStore) s.store).cleanUp();
+    s.awaitStreamsEnded();
+    assertThat(s.metrics.activeStreams()).as("active streams").isZero();
+    assertThat(s.store.waiters()).as("waiters").isZero();
+    s.passStoreTtl();
     assertThat(s.store.size()).as("store drained after TTL").isZero();
   }
 
@@ -226,9 +228,9 @@ class FaultInjectionTest {
     try (ServiceUnderTest s = withFaultyStore(store)) {
       String ctxBody = Wire.chatCompletion("t", Wire.usage(50, 1, 10L));
       assertClean(Flows.run(s.envoy, ctx("t", ctxBody)));
-      // The lookup at the generation's response headers answers after the fake Envoy's message timeout
-      // (ServiceUnderTest.TEST_MESSAGE_TIMEOUT_MILLIS).
-      store.get().mode(FaultyStore.Mode.SLOW).delay(Duration.ofMillis(1600));
+      // The lookup at the generation's response headers answers only after the fake Envoy's message
+      // timeout (ServiceUnderTest.TEST_MESSAGE_TIMEOUT_MILLIS) has expired.
+      store.get().mode(FaultyStore.Mode.HELD);
       String genBody = Wire.chatCompletion("t", Wire.usage(50, 4, 50L));
       ExchangeResult g = Flows.run(s.envoy, gen("t", "application/json", genBody));
       assertThat(g.stats().get(EnvoyStats.MESSAGE_TIMEOUTS)).isEqualTo(1);
@@ -236,8 +238,9 @@ class FaultInjectionTest {
       assertThat(g.clientResponse().bodyUtf8()).isEqualTo(genBody);
       assertThat(g.clientResponse().reset()).isFalse();
       assertThat(g.clientResponse().localReply()).isEmpty();
-      Thread.sleep(1700); // the late lookup lands on a closed stream: nothing happens
       store.get().mode(FaultyStore.Mode.UP);
+      // The late lookup lands on a closed stream: nothing happens.
+      assertThat(store.get().release()).as("lookups held").isEqualTo(1);
       assertNoLeak(s);
     }
   }
@@ -258,7 +261,8 @@ class FaultInjectionTest {
 
   @Test
   void clientCancelWhileWaitingForContextWithdrawsTheWaiter() throws Exception {
-    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig(Duration.ofMillis(1500)))) {
+    AtomicReference<FaultyStore> store = new AtomicReference<>();
+    try (ServiceUnderTest s = withFaultyStore(store, ServiceUnderTest.testConfig(Duration.ofMillis(1500)))) {
       String stream = Wire.chatStream(Wire.usage(50, 4, 50L), "a");
       ExchangeHandle g =
           s.envoy.start(
@@ -268,11 +272,13 @@ class FaultInjectionTest {
                   .build());
       g.awaitResponseHeadersForwarded();
       g.releaseResponseBody();
-      eventually("the generation exchange waits", () -> s.store.waiters() == 1);
+      store.get().firstAwait().get(5, TimeUnit.SECONDS);
+      assertThat(s.store.waiters()).as("the generation exchange waits").isEqualTo(1);
       ExchangeResult r = g.resetDownstream().awaitResult();
       assertThat(r.clientResponse().reset()).isTrue();
-      eventually("waiter withdrawn", () -> s.store.waiters() == 0);
-      eventually("stream closed", () -> s.metrics.activeStreams() == 0);
+      s.awaitStreamsEnded();
+      assertThat(s.store.waiters()).as("waiter withdrawn").isZero();
+      assertThat(s.metrics.activeStreams()).as("stream closed").isZero();
       // The context response that comes later is stored and expires unclaimed.
       assertClean(Flows.run(s.envoy, ctx("c", Wire.chatCompletion("c", Wire.usage(50, 1, 10L)))));
       assertThat(s.store.size()).isEqualTo(1);
@@ -289,7 +295,8 @@ class FaultInjectionTest {
                   .downstreamResetAfterResponseChunks(2)
                   .build());
       assertThat(c.clientResponse().reset()).isTrue();
-      eventually("stream closed", () -> s.metrics.activeStreams() == 0);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.activeStreams()).as("stream closed").isZero();
       assertThat(s.store.size()).isZero();
     }
   }

@@ -3,7 +3,6 @@ package io.disaggusage.extproc.stream;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.PATH;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.assertNoLeak;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.config;
-import static io.disaggusage.extproc.stream.FaultInjectionTest.eventually;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -273,9 +272,10 @@ class FingerprintBindingTest {
       assertClean(r[1]);
       assertThat(r[1].clientResponse().bodyUtf8()).isEqualTo(stream);
       assertThat(outcome(r[1])).isEqualTo("fingerprint_mismatch");
-      eventually("counted", () -> s.metrics.exchangeCount(Phase.GENERATION, Outcome.FINGERPRINT_MISMATCH) == 1);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.FINGERPRINT_MISMATCH)).as("counted").isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.CONTEXT_TIMEOUT)).isZero();
-      eventually("no waiter left", () -> s.store.waiters() == 0);
+      assertThat(s.store.waiters()).as("no waiter left").isZero();
     }
   }
 }

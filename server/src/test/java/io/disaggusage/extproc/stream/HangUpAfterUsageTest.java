@@ -3,7 +3,6 @@ package io.disaggusage.extproc.stream;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.assertNoLeak;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.config;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.ctx;
-import static io.disaggusage.extproc.stream.FaultInjectionTest.eventually;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -66,7 +65,8 @@ class HangUpAfterUsageTest {
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:cached_tokens)%")).isEqualTo("10");
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:reported_cached_tokens)%")).isEqualTo("50");
-      eventually("the exchange counted", () -> s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN) == 1);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).as("the exchange counted").isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET)).isZero();
       assertNoLeak(s);
     }
@@ -81,7 +81,8 @@ class HangUpAfterUsageTest {
 
       assertThat(g.clientResponse().reset()).isTrue();
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("-");
-      eventually("the reset counted", () -> s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET) == 1);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET)).as("the reset counted").isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isZero();
       assertNoLeak(s);
     }
@@ -101,7 +102,8 @@ class HangUpAfterUsageTest {
       assertThat(g.clientResponse().bodyUtf8()).doesNotContain("\"cached_tokens\":50");
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:completion_tokens)%")).isEqualTo("2");
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:cached_tokens)%")).isEqualTo("10");
-      eventually("counted once", () -> s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN) == 1);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).as("counted once").isEqualTo(1);
       assertNoLeak(s);
     }
   }
@@ -114,7 +116,8 @@ class HangUpAfterUsageTest {
 
       assertClean(g);
       assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
-      eventually("stream closed", () -> s.metrics.activeStreams() == 0);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.activeStreams()).as("stream closed").isZero();
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET)).isZero();
       assertNoLeak(s);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.disaggusage.extproc.Main;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -12,6 +13,8 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -49,7 +52,7 @@ class WorkersCommandTest {
 
   @Test
   void startsEveryWorkerPrintsOneLineEachAndStopsOnInterrupt() throws Exception {
-    StringWriter out = new StringWriter();
+    PrintedLines out = new PrintedLines(3);
     CommandLine commandLine = Main.commandLine(new Main(Map.of()));
     commandLine.setOut(new PrintWriter(out, true));
     commandLine.setErr(new PrintWriter(new StringWriter(), true));
@@ -61,10 +64,7 @@ class WorkersCommandTest {
                     "--decode", "127.0.0.1:0", "--decode", "127.0.0.1:0", "--usage", "fixed", "--model", "llama"));
     command.start();
     try {
-      long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-      while (out.toString().lines().count() < 3 && System.nanoTime() < deadline) {
-        Thread.sleep(20);
-      }
+      out.await(Duration.ofSeconds(10));
       List<String> lines = out.toString().lines().toList();
       assertThat(lines).hasSize(3);
       assertThat(lines.get(0)).matches("sglang prefill http://127\\.0\\.0\\.1:\\d+/ bootstrap-port \\d+");
@@ -79,5 +79,41 @@ class WorkersCommandTest {
       command.join(10_000);
     }
     assertThat(command.isAlive()).isFalse();
+  }
+
+  /** What the command prints, with a latch counted down by each line ended. */
+  private static final class PrintedLines extends Writer {
+    private final StringBuffer text = new StringBuffer();
+    private final CountDownLatch lines;
+
+    PrintedLines(int expected) {
+      this.lines = new CountDownLatch(expected);
+    }
+
+    @Override
+    public void write(char[] chars, int offset, int length) {
+      text.append(chars, offset, length);
+      for (int i = offset; i < offset + length; i++) {
+        if (chars[i] == '\n') {
+          lines.countDown();
+        }
+      }
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+
+    /** Waits until the expected lines have been printed. */
+    void await(Duration limit) throws InterruptedException {
+      assertThat(lines.await(limit.toMillis(), TimeUnit.MILLISECONDS)).as("lines printed: %s", text).isTrue();
+    }
+
+    @Override
+    public String toString() {
+      return text.toString();
+    }
   }
 }

@@ -8,8 +8,6 @@ import java.time.Duration;
  * thread.
  */
 public final class DisaggFlows {
-  private static final Duration END_OF_RESPONSE_WAIT = Duration.ofSeconds(10);
-
   private DisaggFlows() {}
 
   /**
@@ -89,7 +87,7 @@ public final class DisaggFlows {
     g.awaitResponseHeadersForwarded();
     g.releaseResponseBody();
     // The generation's last body message has been sent before the context body is released.
-    awaitEndOfResponseSent(g);
+    g.awaitResponseEndSent();
     pause(contextLag);
     c.awaitResponseHeadersForwarded();
     c.releaseResponseBody();
@@ -104,22 +102,6 @@ public final class DisaggFlows {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted", e);
-    }
-  }
-
-  /**
-   * Waits until the exchange's last response body message went to the processor, or its result is in
-   * (a response that ended without one: a local reply, a reset, or a body Envoy does not send).
-   */
-  private static void awaitEndOfResponseSent(ExchangeHandle h) {
-    long deadline = System.nanoTime() + END_OF_RESPONSE_WAIT.toNanos();
-    while (!h.result().isDone()
-        && h.messagesSentSoFar().stream()
-            .noneMatch(m -> m.hasResponseBody() && m.getResponseBody().getEndOfStream())) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("generation response never ended");
-      }
-      pause(Duration.ofMillis(1));
     }
   }
 }

@@ -85,6 +85,29 @@ public final class ExchangeHandle {
     return await(stream.whenMessagesSent(n), n + " messages sent");
   }
 
+  /** Waits until at least {@code n} processor replies have been handled (applied or rejected). */
+  public void awaitRepliesHandled(int n) {
+    await(stream.whenRepliesHandled(n), n + " replies handled");
+  }
+
+  /**
+   * Waits until the first {@code n} response body chunks have reached the filter: their codec events
+   * ran, so what Envoy does with them (send, buffer, hold) is done.
+   */
+  public void awaitResponseChunksDelivered(int n) {
+    await(stream.responseChunksDelivered.get(n - 1), n + " response chunks delivered");
+  }
+
+  /**
+   * Waits until the last response body message went to the processor, or the exchange is over without
+   * one (a local reply, a reset, or a body Envoy does not send).
+   */
+  public void awaitResponseEndSent() {
+    await(
+        stream.responseEndSent.applyToEither(stream.result.handle((r, e) -> (Void) null), v -> v),
+        "end of the response sent");
+  }
+
   /** The client's body so far (a copy). */
   public byte[] clientBodySoFar() {
     return stream.clientBodySoFar();

@@ -188,6 +188,13 @@ final class FilterStream {
       new CopyOnWriteArrayList<>();
   private final List<Map.Entry<Integer, CompletableFuture<List<ProcessingRequest>>>> sentWatchers =
       new CopyOnWriteArrayList<>();
+  private final List<Map.Entry<Integer, CompletableFuture<Void>>> replyWatchers = new CopyOnWriteArrayList<>();
+  /** Processor replies whose handling on the loop is over (loop-confined). */
+  private int repliesHandled;
+  /** Completes once a response body message carrying end_of_stream went to the processor. */
+  final CompletableFuture<Void> responseEndSent = new CompletableFuture<>();
+  /** Per response chunk, in order: completes once that chunk's codec event has run on the loop. */
+  final List<CompletableFuture<Void>> responseChunksDelivered = new ArrayList<>();
 
   final Gates requestGates;
   final Gates responseHeaderGate;
@@ -252,6 +259,7 @@ final class FilterStream {
           .thenCompose(v -> responseGates.gate(idx))
           .thenCompose(v -> delay(exchange.responseChunkDelay))
           .thenRunAsync(guarded(() -> deliver(resp, responseChunks, responseGates, exchange.responseChunkDelay, idx, eos)), loop);
+      responseChunksDelivered.add(rchain);
       if (exchange.downstreamResetAfterResponseChunks == idx + 1) {
         rchain = rchain.thenRunAsync(guarded(this::downstreamReset), loop);
       }
@@ -760,6 +768,9 @@ final class FilterStream {
     envoy.stats().inc(EnvoyStats.STREAM_MSGS_SENT);
     call.onNext(msg);
     startTimer(d);
+    if (msg.hasResponseBody() && msg.getResponseBody().getEndOfStream()) {
+      responseEndSent.complete(null);
+    }
     int n = sent.size();
     for (var w : sentWatchers) {
       if (n >= w.getKey()) {
@@ -803,7 +814,10 @@ final class FilterStream {
           @Override
           public void onNext(ProcessingResponse value) {
             received.add(value);
-            loop.execute(guarded(() -> onReply(value)));
+            loop.execute(() -> {
+              guarded(() -> onReply(value)).run();
+              replyHandled();
+            });
           }
 
           @Override
@@ -1471,6 +1485,9 @@ final class FilterStream {
       for (var w : sentWatchers) {
         w.getValue().completeExceptionally(notForwarded);
       }
+      for (var w : replyWatchers) {
+        w.getValue().completeExceptionally(notForwarded);
+      }
       responseRead.complete(null);
       result.complete(r);
     });
@@ -1551,6 +1568,29 @@ final class FilterStream {
       }
     });
     return f;
+  }
+
+  /** Completes once {@code n} processor replies have been handled on the loop. */
+  CompletableFuture<Void> whenRepliesHandled(int n) {
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    replyWatchers.add(Map.entry(n, f));
+    loop.execute(() -> {
+      if (repliesHandled >= n) {
+        f.complete(null);
+      } else if (finished) {
+        f.completeExceptionally(new IllegalStateException("exchange ended after " + repliesHandled + " replies"));
+      }
+    });
+    return f;
+  }
+
+  private void replyHandled() {
+    repliesHandled++;
+    for (var w : replyWatchers) {
+      if (repliesHandled >= w.getKey()) {
+        w.getValue().complete(null);
+      }
+    }
   }
 
   synchronized byte[] clientBodySoFar() {

@@ -162,7 +162,7 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
         .responseBody("aabbccdd").responseChunking(Chunking.fixed(2)).gateResponseBody().build());
     h.releaseResponseChunks(2);
     server.stream(0);
-    Thread.sleep(100); // both chunks reach the filter while the headers reply is pending
+    h.awaitResponseChunksDelivered(2); // both chunks reach the filter while the headers reply is pending
     answerHeaders.complete(null);
     h.awaitResponseHeadersForwarded();
     h.releaseResponseBody();
@@ -196,7 +196,7 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
     ExchangeHandle h = envoy.start(Exchange.post("/x", "{}")
         .responseBody("aabbcc").responseChunking(Chunking.fixed(2)).build());
     server.stream(0);
-    Thread.sleep(100);
+    h.awaitResponseChunksDelivered(3); // the whole body reaches the filter while the headers reply is pending
     answerHeaders.complete(null);
     ExchangeResult r = h.awaitResult();
 
@@ -244,7 +244,8 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
         .responseBody(json).responseContentLength().responseChunking(Chunking.fixed(5))
         .gateResponseBody().build());
     h.releaseResponseChunks(2);
-    Thread.sleep(50);
+    h.awaitResponseChunksDelivered(2);
+    h.awaitRepliesHandled(h.messagesSentSoFar().size()); // the response headers' reply included
     assertThat(h.responseHeadersForwarded()).isNotDone(); // held until the body reply
     h.releaseResponseBody();
     ExchangeResult r = h.awaitResult();

@@ -21,10 +21,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A small ext_proc server for tests: every received message is handed to a {@link Script} together
@@ -44,6 +47,8 @@ public final class ScriptedProcessor implements ExternalProcessorGrpc.AsyncServi
 
   private final Script script;
   private final List<Stream> streams = new CopyOnWriteArrayList<>();
+  /** The n-th stream opened (0-based), completed when it opens; asked for before or after. */
+  private final Map<Integer, CompletableFuture<Stream>> opened = new ConcurrentHashMap<>();
   private final ScheduledExecutorService scheduler =
       Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "scripted-processor");
@@ -66,20 +71,18 @@ public final class ScriptedProcessor implements ExternalProcessorGrpc.AsyncServi
 
   /** The n-th stream opened (0-based), waiting up to 5 s for it. */
   public Stream stream(int index) {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (streams.size() <= index) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("stream " + index + " never opened");
-      }
-      Thread.onSpinWait();
-      try {
-        Thread.sleep(2);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException(e);
-      }
+    try {
+      return opened(index).get(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException("stream " + index + " never opened", e);
     }
-    return streams.get(index);
+  }
+
+  private CompletableFuture<Stream> opened(int index) {
+    return opened.computeIfAbsent(index, i -> new CompletableFuture<>());
   }
 
   @Override
@@ -101,7 +104,12 @@ public final class ScriptedProcessor implements ExternalProcessorGrpc.AsyncServi
   public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
     Stream stream = new Stream(
         (ServerCallStreamObserver<ProcessingResponse>) responses, HEADERS.get(), AUTHORITY.get());
-    streams.add(stream);
+    int index;
+    synchronized (streams) {
+      streams.add(stream);
+      index = streams.size() - 1;
+    }
+    opened(index).complete(stream);
     return new StreamObserver<>() {
       @Override
       public void onNext(ProcessingRequest value) {
