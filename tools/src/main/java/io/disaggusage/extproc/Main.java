@@ -17,6 +17,7 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -34,7 +35,8 @@ import picocli.CommandLine.Spec;
  *
  * <p>A subcommand is one class: annotate it with {@code @Command(name = "...")}, give it {@code @Mixin
  * ConfigOptions} if it loads the configuration and {@code @ParentCommand CommandEnvironment} to reach {@link #env()},
- * and add it to {@code subcommands} below.
+ * and add it to {@link #SUBCOMMANDS}. They are registered only when the arguments name one or ask for help:
+ * picocli loads every registered command's classes, and serving must not load the emulator's.
  */
 @Command(
     name = "disagg-usage-extproc",
@@ -46,7 +48,6 @@ import picocli.CommandLine.Spec;
       "Envoy ext_proc service that corrects OpenAI token usage in prefill/decode disaggregated serving.",
       "Without a subcommand, runs the server until SIGTERM or SIGINT."
     },
-    subcommands = {DemoCommand.class, ReplayCommand.class, SandboxCommand.class, WorkersCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:clean shutdown (or --help, --version, --print-config)",
@@ -58,6 +59,14 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
 
   /** Exit status for an invalid configuration or command line. */
   public static final int EXIT_CONFIG = CommandEnvironment.EXIT_CONFIG;
+
+  /** The subcommands, by name: the emulator and the replay tools behind them are loaded only for them. */
+  static final Map<String, Class<?>> SUBCOMMANDS =
+      Map.of(
+          "demo", DemoCommand.class,
+          "replay", ReplayCommand.class,
+          "sandbox", SandboxCommand.class,
+          "workers", WorkersCommand.class);
 
   /** Exit status when the server cannot start. */
   public static final int EXIT_STARTUP = CommandLine.ExitCode.SOFTWARE;
@@ -87,7 +96,7 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
   }
 
   public static void main(String[] args) {
-    CommandLine commandLine = commandLine(new Main(System.getenv()));
+    CommandLine commandLine = commandLine(new Main(System.getenv()), namesASubcommandOrHelp(args));
     // Output in UTF-8 whatever the platform's default charset is: replay prints response bodies as sent.
     commandLine.setOut(new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true));
     commandLine.setErr(new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true));
@@ -99,7 +108,28 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
    * configuration/start-up errors printed as one message (no stack trace) with exit status 2/1.
    */
   public static CommandLine commandLine(Main main) {
+    return commandLine(main, true);
+  }
+
+  /**
+   * Whether {@code args} may need the subcommands: one of their names, or a request for help (which
+   * lists them). Otherwise the server runs, and registering them would only load their classes.
+   */
+  static boolean namesASubcommandOrHelp(String[] args) {
+    for (String arg : args) {
+      if (SUBCOMMANDS.containsKey(arg) || arg.equals("help") || arg.equals("-h") || arg.equals("--help")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static CommandLine commandLine(Main main, boolean withSubcommands) {
     CommandLine commandLine = new CommandLine(main);
+    if (withSubcommands) {
+      // Sorted, so --help lists them in a stable order.
+      new TreeMap<>(SUBCOMMANDS).forEach(commandLine::addSubcommand);
+    }
     commandLine.getCommandSpec().usageMessage().footer(keysFooter());
     commandLine.setParameterExceptionHandler(
         (exception, args) -> {

@@ -81,20 +81,20 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     ReplyQueue.Slot slot = null;
     try {
       switch (request.getRequestCase()) {
-        case REQUEST_HEADERS -> onRequestHeaders(request, slot = replies.open());
+        case REQUEST_HEADERS -> onRequestHeaders(request, slot = replies.open(request));
         case REQUEST_BODY -> {
           if (!requestEnded) {
-            onRequestBody(request.getRequestBody(), slot = replies.open());
+            onRequestBody(request.getRequestBody(), slot = replies.open(request));
           }
         }
-        case REQUEST_TRAILERS -> replies.complete(slot = replies.open(), EnvoyMessages.trailers(true));
-        case RESPONSE_HEADERS -> onResponseHeaders(request.getResponseHeaders(), slot = replies.open());
+        case REQUEST_TRAILERS -> replies.complete(slot = replies.open(request), EnvoyMessages.trailers(true));
+        case RESPONSE_HEADERS -> onResponseHeaders(request.getResponseHeaders(), slot = replies.open(request));
         case RESPONSE_BODY -> {
           if (!responseEnded) {
-            onResponseBody(request.getResponseBody(), slot = replies.open());
+            onResponseBody(request.getResponseBody(), slot = replies.open(request));
           }
         }
-        case RESPONSE_TRAILERS -> replies.complete(slot = replies.open(), EnvoyMessages.trailers(false));
+        case RESPONSE_TRAILERS -> replies.complete(slot = replies.open(request), EnvoyMessages.trailers(false));
         default -> {} // nothing Envoy expects an answer to
       }
     } catch (RuntimeException e) {

@@ -26,9 +26,15 @@ final class ReplyQueue {
 
   /** One reply owed to Envoy; filled in now or later, sent in order. */
   static final class Slot {
+    /** The message this reply answers: a failure fills an unanswered slot with that message's neutral reply. */
+    private final ProcessingRequest.RequestCase answers;
     private ProcessingResponse reply;
     /** Bytes taken from the body filter for this reply, not yet in it. */
     private byte[] owed = Bytes.EMPTY;
+
+    private Slot(ProcessingRequest.RequestCase answers) {
+      this.answers = answers;
+    }
 
     /** Whether the reply is filled in. */
     boolean answered() {
@@ -57,8 +63,13 @@ final class ReplyQueue {
   }
 
   /** Owes a reply for a message just received. */
-  Slot open() {
-    Slot slot = new Slot();
+  Slot open(ProcessingRequest message) {
+    return open(message.getRequestCase());
+  }
+
+  /** Owes a reply for a message of kind {@code answers} just received. */
+  Slot open(ProcessingRequest.RequestCase answers) {
+    Slot slot = new Slot(answers);
     slots.add(slot);
     return slot;
   }
@@ -123,7 +134,8 @@ final class ReplyQueue {
    * Lets the exchange through unmodified after an internal error: the bytes owed and {@code filterHeld}
    * go out with the held reply, or else with the reply to {@code current} if that is an unanswered
    * response body message, or else with the next response body message; every other reply owed passes
-   * things through as they are.
+   * things through as they are, each the neutral reply to the kind of message it answers (a response
+   * headers reply still waiting for a store lookup stays a headers reply).
    *
    * @param request the message being handled when the error happened, or null (a store or timer result)
    * @param current its slot, or null
@@ -148,18 +160,15 @@ final class ReplyQueue {
     }
     for (Slot slot : slots) {
       if (slot.reply == null) {
-        slot.reply = passThroughReply(slot == current ? request : null);
+        slot.reply = passThroughReply(slot.answers);
       }
     }
     flush();
   }
 
   /** The neutral reply for a message after a failure. */
-  private static ProcessingResponse passThroughReply(ProcessingRequest request) {
-    if (request == null) {
-      return EnvoyMessages.body(false, null, null);
-    }
-    return switch (request.getRequestCase()) {
+  private static ProcessingResponse passThroughReply(ProcessingRequest.RequestCase answers) {
+    return switch (answers) {
       case REQUEST_HEADERS -> EnvoyMessages.requestHeaders(null, null);
       case RESPONSE_HEADERS -> EnvoyMessages.responseHeaders(null, null, null);
       case REQUEST_BODY -> EnvoyMessages.body(true, null, null);

@@ -3,9 +3,11 @@ package io.disaggusage.extproc.stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
+import io.disaggusage.extproc.rewrite.Bytes;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
@@ -62,8 +64,8 @@ class ReplyQueueTest {
 
   @Test
   void repliesLeaveInTheOrderTheMessagesCame() {
-    ReplyQueue.Slot first = replies.open();
-    ReplyQueue.Slot second = replies.open();
+    ReplyQueue.Slot first = replies.open(RequestCase.RESPONSE_BODY);
+    ReplyQueue.Slot second = replies.open(RequestCase.RESPONSE_TRAILERS);
     replies.complete(second, EnvoyMessages.trailers(false));
     assertThat(sent).isEmpty();
     replies.complete(first, EnvoyMessages.body(false, null, null));
@@ -74,7 +76,7 @@ class ReplyQueueTest {
 
   @Test
   void aFailureBeforeAnythingWasTakenGivesBackWhatTheFilterHeld() {
-    ReplyQueue.Slot slot = replies.open();
+    ReplyQueue.Slot slot = replies.open(RequestCase.RESPONSE_BODY);
     replies.failOpen(utf8("held"), responseBody("chunk"), slot);
     assertThat(sent).hasSize(1);
     assertThat(replacement(sent.get(0))).isEqualTo("held");
@@ -83,7 +85,7 @@ class ReplyQueueTest {
 
   @Test
   void bytesTakenForTheReplyGoBeforeThoseTheFilterStillHeld() {
-    ReplyQueue.Slot slot = replies.open();
+    ReplyQueue.Slot slot = replies.open(RequestCase.RESPONSE_BODY);
     replies.owe(slot, utf8("taken-"));
     replies.failOpen(utf8("held"), responseBody("chunk"), slot);
     assertThat(replacement(sent.get(0))).isEqualTo("taken-held");
@@ -92,10 +94,10 @@ class ReplyQueueTest {
 
   @Test
   void theHeldLastReplyCarriesEverythingOwedWhenAStoreResultFails() {
-    ReplyQueue.Slot last = replies.open();
+    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
     replies.owe(last, utf8("a"));
     replies.hold(last);
-    ReplyQueue.Slot trailers = replies.open();
+    ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     assertThat(replies.held()).isSameAs(last);
     // The context usage landed, more bytes were taken for the last reply, then building it failed.
     replies.owe(last, utf8("b"));
@@ -109,10 +111,10 @@ class ReplyQueueTest {
 
   @Test
   void theHeldReplyTakesTheBytesWhenAnotherMessageFails() {
-    ReplyQueue.Slot last = replies.open();
+    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
     replies.owe(last, utf8("owed"));
     replies.hold(last);
-    ReplyQueue.Slot trailers = replies.open();
+    ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     replies.failOpen(utf8("+held"), responseTrailers(), trailers);
     assertThat(replacement(sent.get(0))).isEqualTo("owed+held");
     assertThat(sent.get(1).hasResponseTrailers()).isTrue();
@@ -120,13 +122,14 @@ class ReplyQueueTest {
 
   @Test
   void withoutABodyReplyTheBytesGoOutWithTheNextBodyMessageOnce() {
-    ReplyQueue.Slot headers = replies.open();
+    ReplyQueue.Slot headers = replies.open(RequestCase.RESPONSE_HEADERS);
     replies.failOpen(utf8("held"), null, headers);
     assertThat(sent).hasSize(1);
-    ReplyQueue.Slot next = replies.open();
+    assertThat(sent.get(0).hasResponseHeaders()).isTrue();
+    ReplyQueue.Slot next = replies.open(RequestCase.RESPONSE_BODY);
     replies.forward(next, ByteString.copyFromUtf8("-next"));
     assertThat(replacement(sent.get(1))).isEqualTo("held-next");
-    ReplyQueue.Slot after = replies.open();
+    ReplyQueue.Slot after = replies.open(RequestCase.RESPONSE_BODY);
     replies.forward(after, ByteString.copyFromUtf8("-after"));
     assertThat(replacement(sent.get(2))).as("given back once").isNull();
     assertThat(bytesOut).isEqualTo("held-next".length() + "-after".length());
@@ -134,23 +137,23 @@ class ReplyQueueTest {
 
   @Test
   void aCompletedReplyIsNoLongerHeld() {
-    ReplyQueue.Slot last = replies.open();
+    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
     replies.owe(last, utf8("sent"));
     replies.hold(last);
     replies.complete(last, replies.bodyReply(null, utf8("sent"), null));
     assertThat(replies.held()).isNull();
-    ReplyQueue.Slot trailers = replies.open();
+    ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     replies.failOpen(utf8("rest"), responseTrailers(), trailers);
     assertThat(sent.get(1).hasResponseTrailers()).isTrue();
-    replies.forward(replies.open(), ByteString.EMPTY);
+    replies.forward(replies.open(RequestCase.RESPONSE_BODY), ByteString.EMPTY);
     assertThat(replacement(sent.get(2))).as("not owed twice: only what the filter held").isEqualTo("rest");
   }
 
   @Test
   void aReplyWaitingForAStoreWriteForwardsItsChunkAsItCameWhenALaterMessageFails() {
-    ReplyQueue.Slot storing = replies.open();
+    ReplyQueue.Slot storing = replies.open(RequestCase.RESPONSE_BODY);
     replies.owe(storing, utf8("chunk"));
-    ReplyQueue.Slot later = replies.open();
+    ReplyQueue.Slot later = replies.open(RequestCase.RESPONSE_BODY);
     replies.failOpen(utf8("held"), responseBody("later"), later);
     assertThat(replacement(sent.get(0))).as("its chunk passes unchanged").isNull();
     assertThat(replacement(sent.get(1))).isEqualTo("held");
@@ -183,12 +186,23 @@ class ReplyQueueTest {
             },
             () -> gone++,
             n -> {});
-    cancelled.complete(cancelled.open(), EnvoyMessages.trailers(false));
+    cancelled.complete(cancelled.open(RequestCase.RESPONSE_TRAILERS), EnvoyMessages.trailers(false));
     assertThat(gone).isEqualTo(1);
 
     assertThat(replies.close()).isTrue();
     assertThat(replies.close()).isFalse();
-    replies.complete(replies.open(), EnvoyMessages.trailers(false));
+    replies.complete(replies.open(RequestCase.RESPONSE_BODY), EnvoyMessages.trailers(false));
     assertThat(sent).isEmpty();
+  }
+
+  @Test
+  void aHeadersReplyStillWaitingForTheStoreStaysAHeadersReplyAfterAFailure() {
+    ReplyQueue.Slot headers = replies.open(RequestCase.RESPONSE_HEADERS);
+    ReplyQueue.Slot body = replies.open(RequestCase.RESPONSE_BODY);
+    replies.failOpen(Bytes.EMPTY, responseBody("chunk"), body);
+    assertThat(sent).hasSize(2);
+    assertThat(sent.get(0).hasResponseHeaders()).as("the lookup's reply answers the headers message").isTrue();
+    assertThat(sent.get(1).hasResponseBody()).isTrue();
+    assertThat(headers.answered()).isTrue();
   }
 }
