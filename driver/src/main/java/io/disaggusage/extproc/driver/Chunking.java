@@ -35,6 +35,23 @@ public interface Chunking {
     };
   }
 
+  /**
+   * {@code parts} chunks of near-equal size, chunk {@code i} from byte {@code length * i / parts} (a body
+   * shorter than {@code parts} bytes gives empty chunks too).
+   */
+  static Chunking parts(int parts) {
+    if (parts <= 0) {
+      throw new IllegalArgumentException("parts must be positive: " + parts);
+    }
+    return body -> {
+      List<byte[]> out = new ArrayList<>(parts);
+      for (int i = 0; i < parts; i++) {
+        out.add(Arrays.copyOfRange(body, body.length * i / parts, body.length * (i + 1) / parts));
+      }
+      return out;
+    };
+  }
+
   /** One chunk per byte. */
   static Chunking bytewise() {
     return fixed(1);

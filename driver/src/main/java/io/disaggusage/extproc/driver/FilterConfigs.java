@@ -18,8 +18,9 @@ import java.time.Duration;
 import java.util.Optional;
 
 /**
- * The {@code envoy.filters.http.ext_proc} filter settings a {@link FakeEnvoy} runs with: the ones the
- * project ships in {@code deploy/envoy/envoy.yaml}, or an operator's own, read from YAML or JSON.
+ * The {@code envoy.filters.http.ext_proc} filter settings Envoy's side of a stream runs with (the
+ * emulator's fake Envoy, {@link EnvoyStream}): the ones the project ships in
+ * {@code deploy/envoy/envoy.yaml}, or an operator's own, read from YAML or JSON.
  */
 public final class FilterConfigs {
   /** The HTTP filter name Envoy registers ext_proc under. */
@@ -46,21 +47,29 @@ public final class FilterConfigs {
                         .setAuthority("localhost")))
         .setFailureModeAllow(true)
         .setAllowModeOverride(true)
-        .setProcessingMode(
-            ProcessingMode.newBuilder()
-                .setRequestHeaderMode(HeaderSendMode.SEND)
-                .setResponseHeaderMode(HeaderSendMode.SEND)
-                .setRequestBodyMode(BodySendMode.NONE)
-                .setResponseBodyMode(BodySendMode.NONE)
-                .setRequestTrailerMode(HeaderSendMode.SKIP)
-                .setResponseTrailerMode(HeaderSendMode.SKIP))
-        .addRequestAttributes("xds.cluster_name")
+        .setProcessingMode(shippedMode())
+        .addRequestAttributes(EnvoyRequests.CLUSTER_NAME)
         .setMessageTimeout(Durations.fromMillis(200))
         .setMaxMessageTimeout(Durations.fromSeconds(3))
         .setMetadataOptions(
             MetadataOptions.newBuilder()
                 .setReceivingNamespaces(
                     MetadataOptions.MetadataNamespaces.newBuilder().addUntyped(namespace)))
+        .build();
+  }
+
+  /**
+   * The shipped filter's processing mode: both headers, no body and no trailers until the service's
+   * {@code mode_override} asks for more.
+   */
+  public static ProcessingMode shippedMode() {
+    return ProcessingMode.newBuilder()
+        .setRequestHeaderMode(HeaderSendMode.SEND)
+        .setResponseHeaderMode(HeaderSendMode.SEND)
+        .setRequestBodyMode(BodySendMode.NONE)
+        .setResponseBodyMode(BodySendMode.NONE)
+        .setRequestTrailerMode(HeaderSendMode.SKIP)
+        .setResponseTrailerMode(HeaderSendMode.SKIP)
         .build();
   }
 

@@ -8,6 +8,7 @@ import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.Flow;
 import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.KeySource;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
 import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.driver.EnvoyStream;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -62,7 +63,7 @@ class FlowBindingPropertyTest {
       }
       Collections.shuffle(flows, random);
       for (Planned p : flows) {
-        DirectEnvoy.Stream g = envoy.open();
+        EnvoyStream g = envoy.open();
         VectorRunner.whole(g, leg(source, p, false), Chunking.random(random.nextLong(), 1 + random.nextInt(64)), Chunking.whole());
         assertThat(g.violation()).as(as).isNull();
         assertThat(g.metadata("disagg_usage", "outcome")).as(as).isEqualTo("rewritten");

@@ -4,6 +4,7 @@ import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.driver.EnvoyStream;
 import java.time.Duration;
 import java.util.List;
 
@@ -19,10 +20,10 @@ public final class VectorRunner {
   }
 
   /** What the client of each leg saw, and what Envoy noticed. */
-  public record Outcome(DirectEnvoy.Stream context, DirectEnvoy.Stream generation) {
+  public record Outcome(EnvoyStream context, EnvoyStream generation) {
     /** The first protocol problem on either stream (reply owed, wrong reply), or null. */
     public String problem() {
-      for (DirectEnvoy.Stream s : context == null ? List.of(generation) : List.of(context, generation)) {
+      for (EnvoyStream s : context == null ? List.of(generation) : List.of(context, generation)) {
         if (s.violation() != null) {
           return s.violation();
         }
@@ -36,21 +37,21 @@ public final class VectorRunner {
 
   public static Outcome run(DirectEnvoy envoy, Vector v, Splits splits) {
     if (v.order() == Order.CARRIED) {
-      DirectEnvoy.Stream g = envoy.open();
+      EnvoyStream g = envoy.open();
       whole(g, v.generation(), splits.generationRequest(), splits.generationResponse());
       return new Outcome(null, g);
     }
     if (v.order() == Order.CONTEXT_FIRST) {
-      DirectEnvoy.Stream c = envoy.open();
+      EnvoyStream c = envoy.open();
       whole(c, v.context(), splits.contextRequest(), splits.contextResponse());
-      DirectEnvoy.Stream g = envoy.open();
+      EnvoyStream g = envoy.open();
       whole(g, v.generation(), splits.generationRequest(), splits.generationResponse());
       return new Outcome(c, g);
     }
     // Generation first: its whole response, end of stream included, before the context body.
-    DirectEnvoy.Stream g = envoy.open();
+    EnvoyStream g = envoy.open();
     request(g, v.generation(), splits.generationRequest());
-    DirectEnvoy.Stream c = envoy.open();
+    EnvoyStream c = envoy.open();
     request(c, v.context(), splits.contextRequest());
     response(g, v.generation(), splits.generationResponse());
     response(c, v.context(), splits.contextResponse());
@@ -59,7 +60,7 @@ public final class VectorRunner {
     return new Outcome(c, g);
   }
 
-  static void whole(DirectEnvoy.Stream s, Leg leg, Chunking request, Chunking response) {
+  static void whole(EnvoyStream s, Leg leg, Chunking request, Chunking response) {
     request(s, leg, request);
     response(s, leg, response);
     complete(s);
@@ -69,9 +70,9 @@ public final class VectorRunner {
    * Envoy closes the stream only once the exchange is over, i.e. after the last reply: a generation
    * still waiting for its context (one that never comes) gets it at the wait's deadline.
    */
-  static void complete(DirectEnvoy.Stream s) {
+  static void complete(EnvoyStream s) {
     try {
-      s.awaitAnswered(Duration.ofSeconds(10)); // past it, the outcome names the replies still owed
+      s.awaitReplies(Duration.ofSeconds(10));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return;
@@ -79,12 +80,12 @@ public final class VectorRunner {
     s.complete();
   }
 
-  static void request(DirectEnvoy.Stream s, Leg leg, Chunking chunking) {
+  static void request(EnvoyStream s, Leg leg, Chunking chunking) {
     s.requestHeaders(leg.envoyRequestHeaders(), leg.cluster(), false);
     s.requestBody(nonEmpty(chunking.split(leg.requestBody())));
   }
 
-  static void response(DirectEnvoy.Stream s, Leg leg, Chunking chunking) {
+  static void response(EnvoyStream s, Leg leg, Chunking chunking) {
     s.responseHeaders(leg.envoyResponseHeaders(), false);
     s.responseBody(nonEmpty(chunking.split(leg.responseBody())));
   }

@@ -7,6 +7,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
 import io.disaggusage.extproc.stream.ExchangeStreamFuzzTest.Service;
+import io.disaggusage.extproc.driver.EnvoyStream;
 import io.disaggusage.extproc.scenario.DirectEnvoy;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
@@ -39,7 +40,7 @@ class ExchangeMessagesFuzzTest {
 
   /** Per-stream bookkeeping of the fuzz driver. */
   static final class Tracked {
-    final DirectEnvoy.Stream stream;
+    final EnvoyStream stream;
     boolean requestEnded;
     boolean responseEnded;
     boolean responseBodySeen;
@@ -48,7 +49,7 @@ class ExchangeMessagesFuzzTest {
     boolean closed;
     final ByteArrayOutputStream sent = new ByteArrayOutputStream();
 
-    Tracked(DirectEnvoy.Stream stream) {
+    Tracked(EnvoyStream stream) {
       this.stream = stream;
     }
   }

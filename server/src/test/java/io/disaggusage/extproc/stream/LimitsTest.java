@@ -6,6 +6,7 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.rewrite.Outcome;
 import io.disaggusage.extproc.rewrite.Phase;
 import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.driver.EnvoyStream;
 import io.disaggusage.extproc.scenario.DirectEnvoy;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.disaggusage.extproc.testkit.Wire;
@@ -74,7 +75,7 @@ class LimitsTest {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  DirectEnvoy.Stream exchange(String requestBody, Map<String, String> headers, String contentType) {
+  EnvoyStream exchange(String requestBody, Map<String, String> headers, String contentType) {
     return envoy.open()
         .requestHeaders(headers, null, false)
         .requestBody(List.of(utf8(requestBody)))
@@ -82,7 +83,7 @@ class LimitsTest {
   }
 
   void context(String key, String body) {
-    DirectEnvoy.Stream c = exchange(CTX_REQ, headers("x-request-id", key), "application/json");
+    EnvoyStream c = exchange(CTX_REQ, headers("x-request-id", key), "application/json");
     c.responseBody(List.of(utf8(body))).complete();
     assertThat(c.clientBodyUtf8()).isEqualTo(body);
   }
@@ -91,16 +92,16 @@ class LimitsTest {
   void concurrentWaitersAreCappedAndTheRestPassThroughCounted() {
     start(1 << 24, 1 << 20, 256, 1000, 3, Duration.ofSeconds(10));
     String stream = Wire.chatStream(Wire.usage(50, 4, 50L), "a");
-    List<DirectEnvoy.Stream> gens = new ArrayList<>();
+    List<EnvoyStream> gens = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", "w" + i, "x-disagg-order", "concurrent"), "text/event-stream");
+      EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "w" + i, "x-disagg-order", "concurrent"), "text/event-stream");
       g.responseBody(List.of(utf8(stream)));
       gens.add(g);
     }
     assertThat(store.waiters()).isEqualTo(3);
     assertThat(metrics.waitRefusedCount()).isEqualTo(2);
     for (int i = 3; i < 5; i++) {
-      DirectEnvoy.Stream refused = gens.get(i);
+      EnvoyStream refused = gens.get(i);
       assertThat(refused.owed()).isZero();
       assertThat(refused.clientBodyUtf8()).isEqualTo(stream);
       assertThat(refused.metadata("disagg_usage", "outcome")).isEqualTo("context_timeout");
@@ -118,7 +119,7 @@ class LimitsTest {
     assertThat(metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(3);
     // Every permit came back: three exchanges can wait again (cancelled ones included).
     for (int i = 0; i < 3; i++) {
-      DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", "again" + i, "x-disagg-order", "concurrent"), "text/event-stream");
+      EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "again" + i, "x-disagg-order", "concurrent"), "text/event-stream");
       g.responseBody(List.of(utf8(stream)));
       assertThat(g.owed()).isEqualTo(1);
       g.cancel();
@@ -132,7 +133,7 @@ class LimitsTest {
   void zeroWaitersMeansNoExchangeEverWaits() {
     start(1 << 24, 1 << 20, 256, 1000, 0, Duration.ofSeconds(10));
     String body = Wire.chatCompletion("z", Wire.usage(50, 4, 50L));
-    DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", "z", "x-disagg-order", "concurrent"), "application/json");
+    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "z", "x-disagg-order", "concurrent"), "application/json");
     g.responseBody(List.of(utf8(body))).complete();
     assertThat(g.clientBodyUtf8()).isEqualTo(body);
     assertThat(g.metadata("disagg_usage", "outcome")).isEqualTo("context_timeout");
@@ -148,7 +149,7 @@ class LimitsTest {
     assertThat(store.size()).isZero();
     assertThat(metrics.exchangeCount(Phase.CONTEXT, Outcome.PASSTHROUGH_NO_CONTEXT)).isEqualTo(1);
     String genBody = Wire.chatCompletion("k", Wire.usage(50, 4, 50L));
-    DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", key), "application/json");
+    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", key), "application/json");
     g.responseBody(List.of(utf8(genBody))).complete();
     assertThat(g.clientBodyUtf8()).isEqualTo(genBody);
     assertThat(metrics.exchangeCount(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT)).isEqualTo(1);
@@ -165,7 +166,7 @@ class LimitsTest {
     int rewritten = 0;
     for (int i = 0; i < 200; i++) {
       String genBody = Wire.chatCompletion("e", Wire.usage(50, 4, 50L));
-      DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", "e" + i), "application/json");
+      EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "e" + i), "application/json");
       g.responseBody(List.of(utf8(genBody))).complete();
       String outcome = g.metadata("disagg_usage", "outcome");
       assertThat(outcome).isIn("rewritten", "passthrough_no_context");
@@ -180,7 +181,7 @@ class LimitsTest {
   }
 
   /** Sends {@code chunks} chunks of {@code chunk}; after each, how far the client lags behind. */
-  static int maxLag(DirectEnvoy.Stream s, byte[] head, byte[] chunk, int chunks, byte[] tail) {
+  static int maxLag(EnvoyStream s, byte[] head, byte[] chunk, int chunks, byte[] tail) {
     int sent = 0;
     int lag = 0;
     s.responseChunk(head, false);
@@ -199,7 +200,7 @@ class LimitsTest {
     int maxEvent = 64 * 1024;
     start(1 << 24, maxEvent, 256, 1000, 10, Duration.ofSeconds(10));
     context("big", Wire.chatCompletion("b", Wire.usage(50, 1, 10L)));
-    DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", "big"), "text/event-stream");
+    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "big"), "text/event-stream");
     byte[] head = utf8("data: {\"usage\":" + Wire.usage(50, 4, 50L) + ",\"pad\":\"");
     byte[] chunk = utf8("x".repeat(16 * 1024));
     byte[] tail = utf8("\"}\n\n");
@@ -215,7 +216,7 @@ class LimitsTest {
     int maxBody = 256 * 1024;
     start(maxBody, 1 << 20, 256, 1000, 10, Duration.ofSeconds(10));
     context("json", Wire.chatCompletion("j", Wire.usage(50, 1, 10L)));
-    DirectEnvoy.Stream g = exchange(GEN_REQ, headers("x-request-id", "json"), "application/json");
+    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "json"), "application/json");
     // Usage first: the streaming rewriter holds the usage object and everything after it until the body
     // ends, so here the held part crosses the cap (with usage last, only the usage object is held).
     byte[] head = utf8("{\"usage\":" + Wire.usage(50, 4, 50L) + ",\"pad\":\"");
@@ -232,7 +233,7 @@ class LimitsTest {
   void bytesHeldWhileWaitingAreBoundedByTheBodyCap() {
     int maxBody = 128 * 1024;
     start(maxBody, 1 << 20, 256, 1000, 10, Duration.ofSeconds(10));
-    DirectEnvoy.Stream g =
+    EnvoyStream g =
         exchange(GEN_REQ, headers("x-request-id", "hold", "x-disagg-order", "concurrent"), "text/event-stream");
     byte[] head = utf8(Wire.usageChunk(Wire.usage(50, 4, 50L)));
     byte[] chunk = utf8(Wire.chunk("z".repeat(4000)));

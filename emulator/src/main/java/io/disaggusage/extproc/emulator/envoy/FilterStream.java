@@ -1,9 +1,11 @@
 package io.disaggusage.extproc.emulator.envoy;
 
-import com.google.protobuf.ByteString;
 import com.google.protobuf.Duration;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
+import io.disaggusage.extproc.driver.EnvoyRequests;
+import io.disaggusage.extproc.driver.FilterConfigs;
+import io.disaggusage.extproc.driver.ReplyRules;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult.StreamEnd;
 import io.disaggusage.extproc.sse.ByteSearch;
 import io.disaggusage.extproc.emulator.envoy.HeaderMutator.InvalidMutationException;
@@ -56,7 +58,7 @@ import java.util.function.Predicate;
  * {@link #loop}; gRPC callbacks, timers and the upstream/downstream drivers only post to it.
  */
 final class FilterStream {
-  static final String ATTRIBUTES_KEY = "envoy.filters.http.ext_proc";
+  static final String ATTRIBUTES_KEY = FilterConfigs.FILTER_NAME;
   private static final String ERROR_PREFIX = "ext_proc_error";
 
   private enum CallbackState {
@@ -717,10 +719,7 @@ final class FilterStream {
   private static HeaderMap toHeaderMap(HeaderList headers) {
     HeaderMap.Builder m = HeaderMap.newBuilder();
     for (var e : headers.entries()) {
-      m.addHeaders(
-          HeaderValue.newBuilder()
-              .setKey(e.getKey())
-              .setRawValue(ByteString.copyFrom(e.getValue(), StandardCharsets.UTF_8)));
+      m.addHeaders(EnvoyRequests.header(e.getKey(), e.getValue()));
     }
     return m.build();
   }
@@ -746,7 +745,7 @@ final class FilterStream {
 
   private ProcessingRequest bodyMessage(Dir d, byte[] bytes, boolean eos) {
     ProcessingRequest.Builder msg = newMessage(d);
-    HttpBody body = HttpBody.newBuilder().setBody(ByteString.copyFrom(bytes)).setEndOfStream(eos).build();
+    HttpBody body = EnvoyRequests.body(bytes, eos);
     if (d.isRequest) {
       msg.setRequestBody(body);
     } else {
@@ -1008,23 +1007,7 @@ final class FilterStream {
         || (req.state != CallbackState.HEADERS && resp.state != CallbackState.HEADERS)) {
       return false;
     }
-    ProcessingMode o = r.getModeOverride();
-    ProcessingMode.Builder merged = configured.toBuilder();
-    if (o.getRequestHeaderMode() != HeaderSendMode.DEFAULT) {
-      merged.setRequestHeaderMode(o.getRequestHeaderMode());
-    }
-    if (o.getResponseHeaderMode() != HeaderSendMode.DEFAULT) {
-      merged.setResponseHeaderMode(o.getResponseHeaderMode());
-    }
-    if (o.getRequestTrailerMode() != HeaderSendMode.DEFAULT) {
-      merged.setRequestTrailerMode(o.getRequestTrailerMode());
-    }
-    if (o.getResponseTrailerMode() != HeaderSendMode.DEFAULT) {
-      merged.setResponseTrailerMode(o.getResponseTrailerMode());
-    }
-    merged.setRequestBodyMode(o.getRequestBodyMode());
-    merged.setResponseBodyMode(o.getResponseBodyMode());
-    ProcessingMode m = merged.build();
+    ProcessingMode m = ReplyRules.overriddenMode(configured, r.getModeOverride());
     if (cfg.getAllowedOverrideModesCount() > 0) {
       boolean allowed = cfg.getAllowedOverrideModesList().stream().anyMatch(a ->
           m.getRequestBodyMode() == a.getRequestBodyMode()
@@ -1079,7 +1062,7 @@ final class FilterStream {
       if (common.hasBodyMutation()) {
         d.headers.remove("content-length");
         d.bodyReplaced = true;
-        d.held = mutateBody(d.held, common.getBodyMutation());
+        d.held = ReplyRules.mutatedBody(d.held, common.getBodyMutation());
         if (d.held.length > 0) {
           d.noBody = false;
         }
@@ -1158,7 +1141,7 @@ final class FilterStream {
                   "mismatch between content length and the length of the mutated body");
             }
           }
-          d.held = mutateBody(d.held, common.getBodyMutation());
+          d.held = ReplyRules.mutatedBody(d.held, common.getBodyMutation());
         }
         stopTimer(d);
         d.state = CallbackState.IDLE;
@@ -1174,7 +1157,7 @@ final class FilterStream {
               common.getHeaderMutation(), d.headers, d.shouldRemoveContentLength(), false, this::rejected);
         }
         if (common.hasBodyMutation()) {
-          d.held = mutateBody(d.held, common.getBodyMutation());
+          d.held = ReplyRules.mutatedBody(d.held, common.getBodyMutation());
         }
         d.held = concat(d.held, d.partialPending);
         d.partialPending = new byte[0];
@@ -1191,7 +1174,7 @@ final class FilterStream {
         if (chunk == null) {
           throw new SpuriousReplyException("spurious message");
         }
-        byte[] out = common.hasBodyMutation() ? mutateBody(chunk.bytes(), common.getBodyMutation()) : chunk.bytes();
+        byte[] out = common.hasBodyMutation() ? ReplyRules.mutatedBody(chunk.bytes(), common.getBodyMutation()) : chunk.bytes();
         stopTimer(d);
         d.state = d.queue.isEmpty() ? CallbackState.IDLE : CallbackState.STREAMED_BODY;
         if (out.length > 0 || chunk.eos()) {
@@ -1238,14 +1221,6 @@ final class FilterStream {
 
   private static long mutationLength(BodyMutation m) {
     return m.getMutationCase() == BodyMutation.MutationCase.BODY ? m.getBody().size() : 0;
-  }
-
-  private static byte[] mutateBody(byte[] original, BodyMutation m) {
-    return switch (m.getMutationCase()) {
-      case BODY -> m.getBody().toByteArray();
-      case CLEAR_BODY -> m.getClearBody() ? new byte[0] : original;
-      default -> original;
-    };
   }
 
   private void rejected() {
