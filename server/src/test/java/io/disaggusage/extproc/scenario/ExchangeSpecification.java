@@ -3,6 +3,8 @@ package io.disaggusage.extproc.scenario;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.disaggusage.extproc.rewrite.Outcome;
 import io.disaggusage.extproc.rewrite.Phase;
 import io.disaggusage.extproc.scenario.Deployment.Driver;
@@ -10,6 +12,7 @@ import io.disaggusage.extproc.scenario.Deployment.Replica;
 import io.disaggusage.extproc.scenario.Deployment.Store;
 import io.disaggusage.extproc.scenario.VectorRunner.Splits;
 import io.disaggusage.extproc.store.RedisServer;
+import io.disaggusage.extproc.testkit.EngineRequests;
 import io.disaggusage.extproc.testkit.ExpectedUsage;
 import io.disaggusage.extproc.testkit.ScenarioVectors;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
@@ -21,6 +24,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -114,13 +118,37 @@ class ExchangeSpecification {
   @ParameterizedTest(name = "{0}")
   @MethodSource("matrix")
   void theClientGetsTheCorrectedUsage(Case c) throws Exception {
-    Vector v = c.vector();
+    assertSpecified(deployment(c.driver(), c.store()), c.vector(), c.cut().splits());
+  }
+
+  /**
+   * A context attempt that failed (503, TensorRT-LLM's orchestrator then retries under a new
+   * disagg_request_id) leaves nothing behind: the generation naming the retry is corrected by it.
+   */
+  @Test
+  void aFailedContextAttemptBeforeTheRetryChangesNothing() throws Exception {
+    Vector v = ScenarioVectors.all().stream().filter(x -> x.name().equals("trtRetriedContextCall")).findFirst().orElseThrow();
+    Deployment d = deployment(Driver.FAKE_ENVOY, Store.MEMORY);
+    for (Cut cut : CUTS) {
+      ExchangeResult failed =
+          Flows.run(
+              d.context.fake().envoy,
+              Exchange.post(EngineRequests.PATH, EngineRequests.trtRequest("context_only", ",\"disagg_request_id\":" + EngineRequests.TRT_ID))
+                  .responseStatus(503)
+                  .responseHeader("content-type", "application/json")
+                  .responseBody("{\"error\":\"busy\"}"));
+      Flows.assertClean(failed);
+      assertSpecified(d, v, cut.splits());
+    }
+  }
+
+  /** Everything a vector specifies, run once on {@code deployment} with its bodies cut as {@code splits} says. */
+  static void assertSpecified(Deployment deployment, Vector v, Splits splits) throws Exception {
     ExpectedUsage expected = v.usage();
     assertThat(expected).as("vector states its expected usage").isNotNull();
-    Deployment deployment = deployment(c.driver(), c.store());
     Counts before = Counts.of(deployment, modelOf(v));
 
-    Deployment.Seen seen = deployment.run(v, c.cut().splits());
+    Deployment.Seen seen = deployment.run(v, splits);
 
     LegSeen gen = seen.generation();
     gen.assertClean();

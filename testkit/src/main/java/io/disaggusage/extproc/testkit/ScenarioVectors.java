@@ -17,11 +17,12 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * The engine vectors of {@link EngineScenarioTest} as data: each scenario's context and generation
- * exchanges, the order the orchestrator runs them in, and the exact bytes the client must get from
- * the generation worker. The property tests (chunk invariance), the fuzz corpus seeds and the soak
- * test run on this table; {@code EngineScenarioTest} asserts the same vectors through gRPC and the
- * fake Envoy.
+ * The engine vectors as data: each scenario's context and generation exchanges, the order the
+ * orchestrator runs them in, the exact bytes the client must get from the generation worker, and the
+ * usage its SDK must read and the service must report ({@link ExpectedUsage}). The server's
+ * {@code ExchangeSpecification} runs every vector of {@link #specification} over driver × chunking ×
+ * store; the property tests (chunk invariance), the fuzz corpus seeds and the soak test run on
+ * {@link #all}.
  */
 public final class ScenarioVectors {
   private ScenarioVectors() {}
@@ -117,7 +118,7 @@ public final class ScenarioVectors {
     return new ClientUsage(prompt, cached, completion, prompt + completion);
   }
 
-  /** Every scenario stream of {@link EngineScenarioTest}. */
+  /** The golden engine vectors (engines.md): the fuzz seed corpus is generated from this list. */
   public static List<Vector> all() {
     List<Vector> v = new ArrayList<>();
     String json = "application/json";
@@ -304,7 +305,7 @@ public final class ScenarioVectors {
   }
 
   /**
-   * The Anthropic Messages vectors of {@link MessagesScenarioTest}: vLLM's {@code /v1/messages} with the
+   * The Anthropic Messages vectors: vLLM's {@code /v1/messages} with the
    * decode worker reporting the transferred prompt as a cache read. Kept apart from {@link #all} so the
    * committed fuzz seed corpus, generated from that list, stays as it is.
    */
