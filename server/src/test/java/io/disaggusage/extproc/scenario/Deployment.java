@@ -11,6 +11,7 @@ import io.disaggusage.extproc.store.RedisServer;
 import io.disaggusage.extproc.store.RedisStores;
 import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -56,6 +57,13 @@ final class Deployment implements AutoCloseable {
     }
   }
 
+  /**
+   * Redis's command timeout here: well above the default 50 ms, so that a loaded test machine stalling a
+   * command is not taken for Redis failing (what a timeout does is {@link RedisReplicasScenarioTest}'s);
+   * below the fake Envoy's message timeout, which a context reply waiting for its write must meet.
+   */
+  static final Duration REDIS_TIMEOUT = Duration.ofMillis(500);
+
   final Driver driver;
   final Replica context;
   final Replica generation;
@@ -72,7 +80,7 @@ final class Deployment implements AutoCloseable {
       Replica one = replica(driver, ServiceUnderTest.testConfig(), ServiceUnderTest.MEMORY_STORE);
       return new Deployment(driver, one, one);
     }
-    Config config = RedisReplicasScenarioTest.config(redis.uri(), RedisStores.freshPrefix());
+    Config config = RedisReplicasScenarioTest.config(redis.uri(), RedisStores.freshPrefix(), REDIS_TIMEOUT);
     return new Deployment(driver, replica(driver, config, Deployment::redisStore), replica(driver, config, Deployment::redisStore));
   }
 

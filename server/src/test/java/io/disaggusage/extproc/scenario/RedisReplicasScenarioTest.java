@@ -67,6 +67,11 @@ class RedisReplicasScenarioTest {
   }
 
   static Config config(String uri, String prefix) throws Exception {
+    return config(uri, prefix, REDIS_TIMEOUT);
+  }
+
+  /** Two replicas' configuration: the test clusters, a 1.5 s context wait, Redis at {@code uri} under {@code prefix}. */
+  static Config config(String uri, String prefix, Duration redisTimeout) throws Exception {
     List<Setting> settings = new ArrayList<>();
     for (String[] kv :
         new String[][] {
@@ -76,7 +81,7 @@ class RedisReplicasScenarioTest {
           {"store.type", "redis"},
           {"store.redis_uri", uri},
           {"store.key_prefix", prefix},
-          {"store.redis_timeout", REDIS_TIMEOUT.toMillis() + "ms"},
+          {"store.redis_timeout", redisTimeout.toMillis() + "ms"},
         }) {
       settings.add(new Setting(kv[0], kv[1], "test"));
     }

@@ -266,11 +266,8 @@ public final class ScenarioVectors {
             + "\"stream_options\":{\"include_usage\":true},\"bootstrap_host\":\"10.1.0.5\",\"bootstrap_port\":8998,"
             + "\"bootstrap_room\":9223372036854775806}";
     String genStream = Wire.chatStream(Wire.usage(300, 20, 300L), "H", "ello");
-    v.add(vector("sglangIdenticalBodiesByCluster", Order.GENERATION_FIRST,
-        legOn(PATH, EngineRequests.CONTEXT_CLUSTER, sgl, sse, Wire.chatStream(Wire.usage(300, 1, 256L), "H")),
-        legOn(PATH, EngineRequests.GENERATION_CLUSTER, sgl, sse, genStream),
-        genStream.replace("{\"cached_tokens\":300}", "{\"cached_tokens\":256}"),
-        ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 300, 256, 20, 300, client(300, 256L, 20))));
+    v.add(sglangPair("sglangIdenticalBodiesByCluster", Order.GENERATION_FIRST, sgl,
+        Wire.chatStream(Wire.usage(300, 1, 256L), "H"), genStream, 256, 20));
 
     // G9b: the Responses API, JSON and stream.
     String respGen = "{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98},\"output_tokens_details\":{\"reasoning_tokens\":3}}";
@@ -367,6 +364,14 @@ public final class ScenarioVectors {
             json, body),
         body, ExpectedUsage.alreadyRight(SdkRead.CHAT_COMPLETION, 10, 4, 7, client(10, 4L, 7))));
 
+    // A TensorRT-LLM generation worker that already reports the context worker's count.
+    body = Wire.chatCompletion("g", Wire.usage(101, 13, 7L));
+    v.add(vector("trtAlreadyRightAfterTheContextLeg", Order.CONTEXT_FIRST,
+        leg(PATH, "{\"disaggregated_params\":{\"request_type\":\"context_only\",\"disagg_request_id\":5}}", json,
+            Wire.trtContextResponse("5", "5", Wire.usage(101, 1, 7L))),
+        leg(PATH, "{\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":5}}", json, body),
+        body, ExpectedUsage.alreadyRight(SdkRead.CHAT_COMPLETION, 101, 7, 13, client(101, 7L, 13))));
+
     // vllm-ascend's recompute scheduler: the first decode ends with stop_reason "recomputed", the proxy
     // runs a new P/D pair under a new X-Request-Id; each decode is corrected by its own prefill.
     String usageChunkStart = "}]}\n\ndata: {\"id\":\"chatcmpl-g\",\"object\":\"chat.completion.chunk\",\"created\":1764400000,"
@@ -403,21 +408,14 @@ public final class ScenarioVectors {
     for (String[] hosts : new String[][] {{"host", "\"10.1.0.5\""}, {"hosts", "[\"10.1.0.5\",\"10.1.0.6\"]"}}) {
       String request = sglangRequest(rooms, hosts[1], 2);
       String gen = sglangTwoChoiceStream(Wire.usage(300, 40, 300L));
-      v.add(vector("sglangTwoRoomsOne" + hosts[0].substring(0, 1).toUpperCase(Locale.ROOT) + hosts[0].substring(1),
-          Order.GENERATION_FIRST,
-          legOn(PATH, EngineRequests.CONTEXT_CLUSTER, request, sse, sglangTwoChoiceStream(Wire.usage(300, 2, 256L))),
-          legOn(PATH, EngineRequests.GENERATION_CLUSTER, request, sse, gen),
-          gen.replace("{\"cached_tokens\":300}", "{\"cached_tokens\":256}"),
-          ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 300, 256, 40, 300, client(300, 256L, 40))));
+      v.add(sglangPair("sglangTwoRoomsOne" + hosts[0].substring(0, 1).toUpperCase(Locale.ROOT) + hosts[0].substring(1),
+          Order.GENERATION_FIRST, request, sglangTwoChoiceStream(Wire.usage(300, 2, 256L)), gen, 256, 40));
     }
     // SGLang's default order is concurrent, yet a prefill that happens to finish first works too.
     String request = sglangRequest("9223372036854775806", "\"10.1.0.5\"", 1);
     String gen = Wire.chatStream(Wire.usage(300, 20, 300L), "H", "ello");
-    v.add(vector("sglangPrefillFinishingFirst", Order.CONTEXT_FIRST,
-        legOn(PATH, EngineRequests.CONTEXT_CLUSTER, request, sse, Wire.chatStream(Wire.usage(300, 1, 128L), "H")),
-        legOn(PATH, EngineRequests.GENERATION_CLUSTER, request, sse, gen),
-        gen.replace("{\"cached_tokens\":300}", "{\"cached_tokens\":128}"),
-        ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 300, 128, 20, 300, client(300, 128L, 20))));
+    v.add(sglangPair("sglangPrefillFinishingFirst", Order.CONTEXT_FIRST, request,
+        Wire.chatStream(Wire.usage(300, 1, 128L), "H"), gen, 128, 20));
 
     // Anthropic Messages, concurrent JSON: the decode's body ends before the prefill on chat completions.
     String path = EngineRequests.MESSAGES_PATH;
@@ -462,6 +460,20 @@ public final class ScenarioVectors {
     return "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"n\":" + n
         + ",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"bootstrap_host\":" + hosts
         + ",\"bootstrap_port\":8998,\"bootstrap_room\":" + rooms + "}";
+  }
+
+  /**
+   * An SGLang pair: the same request on the context and the generation cluster, a 300-token prompt the
+   * generation stream reports all cached and its context stream {@code cached} of.
+   */
+  static Vector sglangPair(String name, Order order, String request, String contextStream, String generationStream,
+      long cached, long completion) {
+    String sse = "text/event-stream";
+    return vector(name, order,
+        legOn(PATH, EngineRequests.CONTEXT_CLUSTER, request, sse, contextStream),
+        legOn(PATH, EngineRequests.GENERATION_CLUSTER, request, sse, generationStream),
+        generationStream.replace("{\"cached_tokens\":300}", "{\"cached_tokens\":" + cached + "}"),
+        ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 300, cached, completion, 300, client(300, cached, completion)));
   }
 
   /** An n=2 stream: content for both choices, then the usage of the whole request. */

@@ -8,55 +8,34 @@ import java.util.List;
  */
 public enum SdkRead {
   /** OpenAI {@code /v1/chat/completions}, JSON. */
-  CHAT_COMPLETION {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.of(OpenAiClientView.chatCompletion(body));
-    }
-  },
+  CHAT_COMPLETION(body -> List.of(OpenAiClientView.chatCompletion(body))),
   /** OpenAI {@code /v1/chat/completions}, SSE: every usage in order (continuous usage stats included). */
-  CHAT_STREAM {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.copyOf(OpenAiClientView.chatStreamUsagesValidated(body));
-    }
-  },
+  CHAT_STREAM(body -> List.copyOf(OpenAiClientView.chatStreamUsagesValidated(body))),
   /** OpenAI legacy {@code /v1/completions}, JSON. */
-  COMPLETION {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.of(OpenAiClientView.completion(body));
-    }
-  },
+  COMPLETION(body -> List.of(OpenAiClientView.completion(body))),
   /** OpenAI Responses API, JSON. */
-  RESPONSE {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.of(OpenAiClientView.response(body));
-    }
-  },
+  RESPONSE(body -> List.of(OpenAiClientView.response(body))),
   /** OpenAI Responses API, SSE: the usage of {@code response.completed}. */
-  RESPONSE_STREAM {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.of(OpenAiClientView.responseStream(body));
-    }
-  },
+  RESPONSE_STREAM(body -> List.of(OpenAiClientView.responseStream(body))),
   /** Anthropic Messages, JSON. */
-  MESSAGE {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.of(AnthropicClientView.message(body));
-    }
-  },
+  MESSAGE(body -> List.of(AnthropicClientView.message(body))),
   /** Anthropic Messages, SSE: the usage the SDK's accumulator ends with. */
-  MESSAGE_STREAM {
-    @Override
-    public List<Object> usages(String body) throws Exception {
-      return List.of(AnthropicClientView.stream(body));
-    }
-  };
+  MESSAGE_STREAM(body -> List.of(AnthropicClientView.stream(body)));
+
+  /** An SDK reading a body; it throws what the SDK throws on a body it cannot read. */
+  @FunctionalInterface
+  private interface Reader {
+    List<Object> usages(String body) throws Exception;
+  }
+
+  private final Reader reader;
+
+  SdkRead(Reader reader) {
+    this.reader = reader;
+  }
 
   /** The usages the SDK reads from {@code body}: {@link OpenAiClientView.ClientUsage}s or {@link AnthropicClientView.MessagesUsage}s. */
-  public abstract List<Object> usages(String body) throws Exception;
+  public List<Object> usages(String body) throws Exception {
+    return reader.usages(body);
+  }
 }
