@@ -17,7 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 
 /**
- * The service as one cell of the {@link ExchangeSpecification} matrix deploys it: one replica on the
+ * The service as one cell of the {@link ExchangeSpecificationTest} matrix deploys it: one replica on the
  * memory store, or two replicas sharing one Redis (the context leg on the first, the generation leg on
  * the second), each driven by the chosen {@link Driver}. Outlives a test: a flow drains what it
  * stores, so cases run one after another on the same deployment and read metrics as deltas.

@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 /**
  * vLLM's Anthropic Messages API ({@code POST /v1/messages}): what is not inspected. (Its P/D flows —
  * JSON and stream, context leg on chat completions or on messages, concurrent, older vLLM without cache
- * counts — are vectors of {@link ExchangeSpecification}, read back with the official Anthropic SDK.)
+ * counts — are vectors of {@link ExchangeSpecificationTest}, read back with the official Anthropic SDK.)
  */
 class MessagesScenarioTest extends ScenarioFixture {
   /** {@code /v1/messages/count_tokens} is not a handled path: nothing more is sent for it. */

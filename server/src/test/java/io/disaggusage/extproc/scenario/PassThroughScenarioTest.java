@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Everything that must reach the client untouched, and the failure paths: never rewritten, never
  * delayed beyond what the contract allows, nothing leaked. (Responses already right, which pass byte
- * for byte although rewritten, are vectors of {@link ExchangeSpecification}.)
+ * for byte although rewritten, are vectors of {@link ExchangeSpecificationTest}.)
  */
 class PassThroughScenarioTest {
   static final String PATH = "/v1/chat/completions";

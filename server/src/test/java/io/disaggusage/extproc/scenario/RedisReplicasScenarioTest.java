@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Redis going away and stalling, and an entry taken once, across two replicas (every vector's
- * correction across two Redis replicas is {@link ExchangeSpecification}'s). Two service replicas in one process, each with its own fake Envoy and its own Redis store on one
+ * correction across two Redis replicas is {@link ExchangeSpecificationTest}'s). Two service replicas in one process, each with its own fake Envoy and its own Redis store on one
  * redis-server: the context leg of a request passes replica A, the generation leg replica B, as behind a
  * central Deployment with several replicas. The client must get the corrected usage for either ordering
  * and body kind, and must never notice Redis going away: while it is down traffic passes through

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * SGLang PD (engines.md §4): both legs carry the same body, so the phase comes from the Envoy cluster;
  * legs are joined on {@code bootstrap_host} + {@code bootstrap_room}. What must not join: another batch,
  * or legs without a cluster list. (The joins that work, n>1 and batches included, are vectors of
- * {@link ExchangeSpecification}.)
+ * {@link ExchangeSpecificationTest}.)
  */
 class SglangScenarioTest extends ScenarioFixture {
 

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * content type still {@code application/json}), through the fake Envoy with the shipped filter
  * configuration: the perf-metrics SSE event and response headers, a rolling upgrade mixing JSON and
  * MessagePack legs, and malformed MessagePack. (Every TensorRT-LLM vector with MessagePack requests, the
- * Responses API hand-off included, is {@link ExchangeSpecification}'s.)
+ * Responses API hand-off included, is {@link ExchangeSpecificationTest}'s.)
  */
 class TrtMsgpackScenarioTest {
   /** TensorRT-LLM's per-request metrics headers (perf_metrics.py), values as it formats them. */

@@ -20,7 +20,7 @@ import java.util.Map;
  * The engine vectors as data: each scenario's context and generation exchanges, the order the
  * orchestrator runs them in, the exact bytes the client must get from the generation worker, and the
  * usage its SDK must read and the service must report ({@link ExpectedUsage}). The server's
- * {@code ExchangeSpecification} runs every vector of {@link #specification} over driver × chunking ×
+ * {@code ExchangeSpecificationTest} runs every vector of {@link #specification} over driver × chunking ×
  * store; the property tests (chunk invariance), the fuzz corpus seeds and the soak test run on
  * {@link #all}.
  */

@@ -40,9 +40,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * documented subset: on memory both drivers and every chunking; on Redis the fake Envoy (the replicas'
  * gRPC path, as deployed) and the chunkings of {@link #REDIS_CUTS} — no byte-at-a-time, whose cost is
  * messages and not the store's. Every single split point and thousands of random splits per body are
- * {@link ChunkInvarianceTest}'s (direct driver, memory).
+ * {@link ChunkInvarianceTest}'s (direct driver, memory). {@code -Dspec.cases=REGEX} runs the matching
+ * cells only. (Named {@code …Test} so that Surefire's default includes run it.)
  */
-class ExchangeSpecification {
+class ExchangeSpecificationTest {
   /** A named chunking of every body. */
   record Cut(String name, Chunking chunking) {
     Splits splits() {
