@@ -3,7 +3,7 @@ package io.disaggusage.extproc.scenario;
 import io.disaggusage.extproc.testkit.OpenAiClientView;
 import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.testkit.EngineRequests.PATH;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.genExchange;
+import static io.disaggusage.extproc.scenario.Flows.genExchange;
 import static io.disaggusage.extproc.testkit.EngineRequests.vllmDecode;
 import static io.disaggusage.extproc.testkit.EngineRequests.vllmPrefill;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;

@@ -2,6 +2,8 @@ package io.disaggusage.extproc.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.testkit.EngineRequests;
+import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
 import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
@@ -40,6 +42,24 @@ public final class Flows {
   public static ExchangeResult[] generationFirst(
       FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
     return DisaggFlows.generationFirst(ctxEnvoy, ctx, genEnvoy, gen);
+  }
+
+  /** A context leg on {@code /v1/chat/completions}: a JSON answer with its content-length, cut in 33-byte messages. */
+  public static Exchange.Builder ctxExchange(String requestBody, String responseBody) {
+    return Exchange.post(EngineRequests.PATH, requestBody)
+        .responseHeader("content-type", "application/json")
+        .responseBody(responseBody)
+        .responseContentLength()
+        .responseChunking(Chunking.fixed(33));
+  }
+
+  /** A generation leg on {@code /v1/chat/completions}, its response with its content-length, cut as given. */
+  public static Exchange.Builder genExchange(String requestBody, String contentType, String responseBody, Chunking chunking) {
+    return Exchange.post(EngineRequests.PATH, requestBody)
+        .responseHeader("content-type", contentType)
+        .responseBody(responseBody)
+        .responseContentLength()
+        .responseChunking(chunking);
   }
 
   /** What every exchange through the service must satisfy: the client never sees our failure. */

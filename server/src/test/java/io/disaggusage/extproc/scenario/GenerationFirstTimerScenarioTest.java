@@ -4,7 +4,7 @@ import io.disaggusage.extproc.testkit.OpenAiClientView;
 import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.testkit.EngineRequests.PATH;
 import static io.disaggusage.extproc.testkit.EngineRequests.TRT_ID;
-import static io.disaggusage.extproc.scenario.EngineScenarioTest.ctxExchange;
+import static io.disaggusage.extproc.scenario.Flows.ctxExchange;
 import static io.disaggusage.extproc.testkit.EngineRequests.trtRequest;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;

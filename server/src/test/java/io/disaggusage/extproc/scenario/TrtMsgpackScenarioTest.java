@@ -1,7 +1,6 @@
 package io.disaggusage.extproc.scenario;
 
 import io.disaggusage.extproc.testkit.ScenarioVectors;
-import io.disaggusage.extproc.testkit.OpenAiClientView;
 import io.disaggusage.extproc.testkit.EngineRequests;
 import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
@@ -9,11 +8,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.rewrite.Outcome;
 import io.disaggusage.extproc.rewrite.Phase;
-import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
-import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
-import io.disaggusage.extproc.testkit.ScenarioVectors.Order;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import io.disaggusage.extproc.driver.Chunking;
+import io.disaggusage.extproc.scenario.VectorRunner.Splits;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.disaggusage.extproc.testkit.MsgpackBodies;
@@ -21,20 +18,16 @@ import io.disaggusage.extproc.testkit.MsgpackBodies.Style;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.Arguments;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * TensorRT-LLM since PR #16873 sends worker request bodies as MessagePack ({@code X-TRTLLM-Msgpack: 1},
  * content type still {@code application/json}), through the fake Envoy with the shipped filter
- * configuration: context-first and generation-first flows with JSON and SSE generation responses, the
- * context usage carried in a generation request, the Responses API hand-off, the perf-metrics SSE event
- * and response headers, and malformed MessagePack.
+ * configuration: the perf-metrics SSE event and response headers, a rolling upgrade mixing JSON and
+ * MessagePack legs, and malformed MessagePack. (Every TensorRT-LLM vector with MessagePack requests, the
+ * Responses API hand-off included, is {@link ExchangeSpecificationTest}'s.)
  */
 class TrtMsgpackScenarioTest {
   /** TensorRT-LLM's per-request metrics headers (perf_metrics.py), values as it formats them. */
@@ -56,91 +49,6 @@ class TrtMsgpackScenarioTest {
   @AfterAll
   static void stopOnce() throws Exception {
     service.close();
-  }
-
-  static Stream<Arguments> vectorsAndChunkings() {
-    Chunking[] chunkings = {
-      Chunking.whole(), Chunking.bytewise(), Chunking.fixed(7), Chunking.random(3, 40).withEmptyFinalChunk()
-    };
-    String[] names = {"whole", "bytewise", "fixed-7", "random+empty"};
-    return ScenarioVectors.trtMsgpack().stream()
-        .flatMap(v -> Arrays.stream(new int[] {0, 1, 2, 3}).mapToObj(i -> Arguments.of(v, names[i], chunkings[i])));
-  }
-
-  /** One leg as the orchestrator sends it; the request body split too, so the reader gets it in pieces. */
-  static Exchange.Builder exchange(Leg leg, Chunking response) {
-    Exchange.Builder b =
-        Exchange.builder()
-            .method("POST")
-            .path(leg.path())
-            .requestHeader("content-type", "application/json")
-            .requestBody(leg.requestBody())
-            .requestContentLength()
-            .requestChunking(Chunking.fixed(11))
-            .responseHeader("content-type", leg.contentType())
-            .responseBody(leg.responseBody())
-            .responseContentLength()
-            .responseChunking(response);
-    leg.requestHeaders().forEach(b::requestHeader);
-    if (leg.cluster() != null) {
-      b.requestAttribute("xds.cluster_name", leg.cluster());
-    }
-    return b;
-  }
-
-  /** Runs a vector in its order; returns {context, generation} (context null when carried). */
-  static ExchangeResult[] run(Vector v, Chunking generationResponse) {
-    Exchange.Builder gen = exchange(v.generation(), generationResponse);
-    if (v.order() == Order.CARRIED) {
-      return new ExchangeResult[] {null, Flows.run(service.envoy, gen)};
-    }
-    Exchange.Builder ctx = exchange(v.context(), Chunking.fixed(33));
-    return v.order() == Order.CONTEXT_FIRST
-        ? Flows.contextFirst(service.envoy, ctx, gen)
-        : Flows.generationFirst(service.envoy, ctx, gen);
-  }
-
-  @ParameterizedTest(name = "{0} {1}")
-  @MethodSource("vectorsAndChunkings")
-  void everyTrtFlowWithMessagePackRequests(Vector v, String name, Chunking chunking) {
-    ExchangeResult[] r = run(v, chunking);
-    ExchangeResult gen = r[1];
-    assertClean(gen);
-    assertThat(gen.clientResponse().body()).isEqualTo(v.expectedGeneration());
-    assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
-    assertThat(gen.accessLog("%DYNAMIC_METADATA(disagg_usage:corrected)%")).isEqualTo("true");
-    // The worker gets the orchestrator's MessagePack and its header, untouched.
-    assertThat(gen.upstreamRequest().body()).isEqualTo(v.generation().requestBody());
-    assertThat(gen.upstreamRequest().headers().get("x-trtllm-msgpack")).contains("1");
-    if (r[0] != null) {
-      assertClean(r[0]);
-      assertThat(r[0].clientResponse().body()).isEqualTo(v.context().responseBody());
-      assertThat(r[0].upstreamRequest().body()).isEqualTo(v.context().requestBody());
-    }
-    assertThat(service.store.size()).isZero();
-    assertThat(service.store.waiters()).isZero();
-  }
-
-  /**
-   * The Responses API hand-off works the same with JSON and MessagePack requests: the context
-   * response's top-level {@code disaggregated_params.ctx_request_id} is the only id the generation
-   * request shares with the context exchange, and the OpenAI SDK reads the corrected usage.
-   */
-  @Test
-  void responsesApiHandoffAtTheTopLevelJoinsTheLegs() throws Exception {
-    Vector json = ScenarioVectors.trtResponsesHandoff();
-    long rewritten = service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN);
-    for (Vector v : new Vector[] {json, msgpackVector(json, Style.COMPACT)}) {
-      ExchangeResult[] r = run(v, Chunking.fixed(64));
-      assertThat(r[1].clientResponse().body()).as(v.name()).isEqualTo(v.expectedGeneration());
-      assertThat(OpenAiClientView.responseStream(r[1].clientResponse().bodyUtf8())).isEqualTo(new ClientUsage(98, 32L, 8, 106));
-    }
-    assertThat(service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(rewritten + 2);
-  }
-
-  static Vector msgpackVector(Vector v, Style style) {
-    return new Vector(v.name() + "-msgpack", v.order(), ScenarioVectors.msgpack(v.context(), style),
-        ScenarioVectors.msgpack(v.generation(), style), v.expectedGeneration());
   }
 
   /**
@@ -201,7 +109,9 @@ class TrtMsgpackScenarioTest {
   void aJsonContextLegJoinsAMessagePackGenerationLeg() {
     Vector v = ScenarioVectors.all().stream().filter(x -> x.name().equals("trtContextFirstJson")).findFirst().orElseThrow();
     Vector mixed = new Vector("mixed", v.order(), v.context(), ScenarioVectors.msgpack(v.generation(), Style.WIDE), v.expectedGeneration());
-    ExchangeResult[] r = run(mixed, Chunking.fixed(13));
+    ExchangeResult[] r =
+        VectorExchanges.run(service.envoy, service.envoy, mixed,
+            new Splits(Chunking.fixed(11), Chunking.fixed(33), Chunking.fixed(11), Chunking.fixed(13)));
     assertThat(r[1].clientResponse().body()).isEqualTo(v.expectedGeneration());
     assertThat(r[1].accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
   }

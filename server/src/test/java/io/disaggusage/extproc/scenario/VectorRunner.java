@@ -36,22 +36,30 @@ public final class VectorRunner {
   }
 
   public static Outcome run(DirectEnvoy envoy, Vector v, Splits splits) {
+    return run(envoy, envoy, v, splits);
+  }
+
+  /**
+   * Runs {@code v} with its context leg through {@code contextEnvoy} and its generation leg through
+   * {@code generationEnvoy}: two replicas of the service, as behind a Deployment sharing one store.
+   */
+  public static Outcome run(DirectEnvoy contextEnvoy, DirectEnvoy generationEnvoy, Vector v, Splits splits) {
     if (v.order() == Order.CARRIED) {
-      EnvoyStream g = envoy.open();
+      EnvoyStream g = generationEnvoy.open();
       whole(g, v.generation(), splits.generationRequest(), splits.generationResponse());
       return new Outcome(null, g);
     }
     if (v.order() == Order.CONTEXT_FIRST) {
-      EnvoyStream c = envoy.open();
+      EnvoyStream c = contextEnvoy.open();
       whole(c, v.context(), splits.contextRequest(), splits.contextResponse());
-      EnvoyStream g = envoy.open();
+      EnvoyStream g = generationEnvoy.open();
       whole(g, v.generation(), splits.generationRequest(), splits.generationResponse());
       return new Outcome(c, g);
     }
     // Generation first: its whole response, end of stream included, before the context body.
-    EnvoyStream g = envoy.open();
+    EnvoyStream g = generationEnvoy.open();
     request(g, v.generation(), splits.generationRequest());
-    EnvoyStream c = envoy.open();
+    EnvoyStream c = contextEnvoy.open();
     request(c, v.context(), splits.contextRequest());
     response(g, v.generation(), splits.generationResponse());
     response(c, v.context(), splits.contextResponse());

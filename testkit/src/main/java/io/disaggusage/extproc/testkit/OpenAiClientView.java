@@ -84,6 +84,24 @@ public final class OpenAiClientView {
     return new ChatStream(text.toString(), usages);
   }
 
+  /**
+   * Every usage of a chat stream, in order, as the SDK's stream reader yields them: each unnamed event
+   * is a chunk, parsed and validated; a named event (TensorRT-LLM's {@code trtllm.perf_metrics}) is not
+   * a chunk and is skipped.
+   */
+  public static List<ClientUsage> chatStreamUsagesValidated(String sse) throws Exception {
+    List<ClientUsage> usages = new ArrayList<>();
+    for (String[] event : AnthropicClientView.namedEvents(sse)) {
+      if (!event[0].equals("message") || event[1].equals("[DONE]")) {
+        continue;
+      }
+      ChatCompletionChunk chunk = MAPPER.readValue(event[1], ChatCompletionChunk.class);
+      chunk.validate();
+      chunk.usage().ifPresent(u -> usages.add(of(u)));
+    }
+    return usages;
+  }
+
   public static ClientUsage response(String json) throws Exception {
     Response r = MAPPER.readValue(json, Response.class);
     return of(r.usage().orElseThrow());
