@@ -37,9 +37,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * sent, and no entry or waiter left in any store.
  *
  * <p>Every chunking cuts all four bodies (both requests, both responses). The heaviest cells are a
- * documented subset: on memory both drivers and every chunking; on Redis the fake Envoy (the replicas'
- * gRPC path, as deployed) and the chunkings of {@link #REDIS_CUTS} — no byte-at-a-time, whose cost is
- * messages and not the store's. Every single split point and thousands of random splits per body are
+ * documented subset: on memory every chunking; on Redis the chunkings of {@link #REDIS_CUTS} — no
+ * byte-at-a-time, whose cost is messages and not the store's. Both drivers run on both stores. Every single split point and thousands of random splits per body are
  * {@link ChunkInvarianceTest}'s (direct driver, memory). {@code -Dspec.cases=REGEX} runs the matching
  * cells only. (Named {@code …Test} so that Surefire's default includes run it.)
  */
@@ -80,7 +79,6 @@ class ExchangeSpecificationTest {
             .flatMap(s -> CUTS.stream()
                 .filter(c -> s == Store.MEMORY || REDIS_CUTS.contains(c.name()))
                 .flatMap(c -> Stream.of(Driver.values())
-                    .filter(d -> s == Store.MEMORY || d == Driver.FAKE_ENVOY)
                     .map(d -> new Case(v, d, c, s)))))
         .filter(c -> ONLY.matcher(c.toString()).find());
   }

@@ -93,8 +93,18 @@ public final class VectorRunner {
     s.requestBody(nonEmpty(chunking.split(leg.requestBody())));
   }
 
+  /**
+   * Envoy holds the response body while the headers message waits for its reply (that reply may change
+   * the processing mode, and it waits for the store lookup), so the body goes out only after it.
+   */
   static void response(EnvoyStream s, Leg leg, Chunking chunking) {
     s.responseHeaders(leg.envoyResponseHeaders(), false);
+    try {
+      s.awaitReplies(Duration.ofSeconds(10));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return;
+    }
     s.responseBody(nonEmpty(chunking.split(leg.responseBody())));
   }
 
