@@ -37,6 +37,14 @@ class JsonUsageRewriterTest {
     return new String(((Rewritten) r).document(), StandardCharsets.UTF_8);
   }
 
+  /** Why {@code genDoc} is left alone; fails when it is rewritten. */
+  static Reason rejection(String ctxUsage, String genDoc, ApiShape names) {
+    JsonUsageRewriter.Result r =
+        REWRITER.rewrite(genDoc.getBytes(StandardCharsets.UTF_8), ctx(ctxUsage), names);
+    assertThat(r).isInstanceOf(Rejected.class);
+    return ((Rejected) r).reason();
+  }
+
   @Test
   void g6TrtllmNonStreaming() {
     String out =
@@ -236,13 +244,9 @@ class JsonUsageRewriterTest {
         "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":-1}}}"
       })
   void invalidGenerationCountsAreNeverFixed(String gen) {
-    var r =
-        REWRITER.rewrite(
-            gen.getBytes(StandardCharsets.UTF_8),
-            ctx("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}"),
-            ApiShapes.CHAT);
-    assertThat(r).isInstanceOf(Rejected.class);
-    assertThat(((Rejected) r).reason()).isEqualTo(Reason.INVALID_USAGE);
+    assertThat(rejection("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}", gen,
+            ApiShapes.CHAT))
+        .isEqualTo(Reason.INVALID_USAGE);
   }
 
   @ParameterizedTest
@@ -256,13 +260,7 @@ class JsonUsageRewriterTest {
         "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":04}}"
       })
   void malformedDocumentsPassThrough(String gen) {
-    var r =
-        REWRITER.rewrite(
-            gen.getBytes(StandardCharsets.UTF_8),
-            ctx("{\"prompt_tokens\":10}"),
-            ApiShapes.CHAT);
-    assertThat(r).isInstanceOf(Rejected.class);
-    assertThat(((Rejected) r).reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(rejection("{\"prompt_tokens\":10}", gen, ApiShapes.CHAT)).isEqualTo(Reason.MALFORMED);
   }
 
   @ParameterizedTest
