@@ -6,6 +6,7 @@ import io.disaggusage.extproc.cli.DemoCommand;
 import io.disaggusage.extproc.cli.ReplayCommand;
 import io.disaggusage.extproc.cli.SandboxCommand;
 import io.disaggusage.extproc.cli.WorkersCommand;
+import io.disaggusage.extproc.cli.ShutdownHook;
 import io.disaggusage.extproc.cli.Signals;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
@@ -172,8 +173,7 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
     }
     Logging.configure(config.logging());
     ServerRuntime runtime = ServerRuntime.start(config);
-    Thread hook = new Thread(runtime::close, "disagg-usage-shutdown-hook");
-    Runtime.getRuntime().addShutdownHook(hook);
+    ShutdownHook hook = ShutdownHook.install(runtime::close, "disagg-usage-shutdown-hook");
     Signals signals =
         Signals.onTermination(
             signal -> {
@@ -186,11 +186,7 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
     } finally {
       runtime.close();
       signals.close();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // the JVM is already exiting; the hook has run or is running
-      }
+      hook.remove();
     }
     return CommandLine.ExitCode.OK;
   }

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.classify;
 
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -45,6 +46,11 @@ public record CorrelationKey(Source source, String value) {
   /** The namespaced form used as a store key, e.g. {@code trt:2748779069441234567}. */
   public String storeKey() {
     return source.prefix + ":" + value;
+  }
+
+  /** The distinct {@linkplain #storeKey store keys} of {@code keys}, in their order. */
+  public static List<String> storeKeys(List<CorrelationKey> keys) {
+    return keys.stream().map(CorrelationKey::storeKey).distinct().toList();
   }
 
   @Override

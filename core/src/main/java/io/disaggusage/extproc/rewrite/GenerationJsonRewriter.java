@@ -54,9 +54,7 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
   private boolean usageOversize; // the last usage member's object was given up for its size
   private boolean malformed;
   private boolean finished;
-  private boolean contextKnown;
-  private ContextUsage context;
-  private Outcome fallback = Outcome.CONTEXT_TIMEOUT;
+  private final ContextResolution resolved = new ContextResolution();
 
   private Outcome outcome; // set when the held usage was released
   private boolean usageTaken;
@@ -145,7 +143,7 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
       mode = Mode.PASS;
       return;
     }
-    if (mode == Mode.HOLD && contextKnown) {
+    if (mode == Mode.HOLD && resolved.known()) {
       release();
     }
   }
@@ -163,7 +161,7 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
 
   @Override
   public boolean wantsContext() {
-    return waiting() && !contextKnown;
+    return waiting() && !resolved.known();
   }
 
   @Override
@@ -173,15 +171,7 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
 
   @Override
   public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
-    if (contextKnown) {
-      return;
-    }
-    this.contextKnown = true;
-    this.context = context;
-    if (context == null && reasonIfNull != null) {
-      this.fallback = reasonIfNull;
-    }
-    if (waiting()) {
+    if (resolved.resolve(context, reasonIfNull) && waiting()) {
       release();
     }
   }
@@ -213,9 +203,9 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
   private void release() {
     byte[] out;
     try {
-      if (context == null) {
+      if (resolved.usage() == null) {
         figures = rewriter.inspectObject(held, usageLength, shape);
-        outcome = fallback;
+        outcome = resolved.fallback();
         out = Arrays.copyOf(held, heldLength);
       } else {
         out = rewrite();
@@ -233,16 +223,14 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
   }
 
   private byte[] rewrite() {
-    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, context, shape);
+    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, resolved.usage(), shape);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       outcome = Outcome.REWRITTEN;
       figures = r.figures();
       corrected = r.corrected();
       return r.corrected() ? r.edits().applyTo(held, 0, heldLength) : Arrays.copyOf(held, heldLength);
     }
-    JsonUsageRewriter.Rejected rejected = (JsonUsageRewriter.Rejected) result;
-    outcome =
-        rejected.reason() == JsonUsageRewriter.Reason.OVERSIZE_USAGE ? Outcome.OVERSIZE : Outcome.PARSE_ERROR;
+    outcome = Outcome.of((JsonUsageRewriter.Rejected) result);
     return Arrays.copyOf(held, heldLength);
   }
 

@@ -56,9 +56,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
   private int partialTail;
   private long heldBytes;
 
-  private boolean contextKnown;
-  private ContextUsage context;
-  private Outcome fallback = Outcome.CONTEXT_TIMEOUT;
+  private final ContextResolution resolved = new ContextResolution();
   private boolean wantContext;
   private boolean finished;
   private boolean abandoning;
@@ -320,7 +318,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
 
   @Override
   public boolean wantsContext() {
-    return wantContext && !contextKnown;
+    return wantContext && !resolved.known();
   }
 
   @Override
@@ -330,15 +328,9 @@ public final class GenerationSseRewriter implements GenerationRewriter {
 
   @Override
   public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
-    if (contextKnown) {
-      return;
+    if (resolved.resolve(context, reasonIfNull)) {
+      releaseHeld();
     }
-    this.contextKnown = true;
-    this.context = context;
-    if (context == null && reasonIfNull != null) {
-      this.fallback = reasonIfNull;
-    }
-    releaseHeld();
   }
 
   @Override
@@ -379,7 +371,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
       return;
     }
     if (item instanceof SseEvent event && carriesUsage(event)) {
-      if (contextKnown) {
+      if (resolved.known()) {
         process(event);
       } else {
         wantContext = true;
@@ -395,7 +387,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
     if (!event.hasData() || !event.mayContainUsage()) {
       return false;
     }
-    if (contextKnown) {
+    if (resolved.known()) {
       return true; // process() parses anyway and treats a usage-less event as content
     }
     try {
@@ -445,15 +437,16 @@ public final class GenerationSseRewriter implements GenerationRewriter {
 
   private void rewrite(SseEvent event) {
     byte[] payload = event.payloadBytes();
-    if (context == null) {
+    if (resolved.usage() == null) {
       var own = rewriter.inspect(payload, shape);
       if (own != null) {
+        Outcome fallback = resolved.fallback();
         record(fallback, new ExchangeReport(fallback, own, false, null));
       }
       releaseUsageEvent(event, event.rawArray());
       return;
     }
-    JsonUsageRewriter.Result result = rewriter.rewrite(payload, context, shape);
+    JsonUsageRewriter.Result result = rewriter.rewrite(payload, resolved.usage(), shape);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       if (r.model() != null) {
         model = r.model();
@@ -465,9 +458,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
         return;
       }
     } else if (result instanceof JsonUsageRewriter.Rejected rejected) {
-      Outcome outcome =
-          rejected.reason() == JsonUsageRewriter.Reason.OVERSIZE_USAGE ? Outcome.OVERSIZE : Outcome.PARSE_ERROR;
-      record(outcome, null);
+      record(Outcome.of(rejected), null);
     } else if (result instanceof JsonUsageRewriter.NoUsage n && n.model() != null) {
       model = n.model();
     }

@@ -1,5 +1,7 @@
 package io.disaggusage.extproc.rewrite;
 
+import io.disaggusage.extproc.usage.JsonUsageRewriter;
+
 /** How an exchange ended, as reported in metrics and dynamic metadata (behaviour.md §7). */
 public enum Outcome {
   /** The §2 rule was applied (even if nothing changed). */
@@ -40,5 +42,10 @@ public enum Outcome {
 
   public String label() {
     return label;
+  }
+
+  /** The outcome of a usage object the rewriter rejected: above its cap, or not well-formed. */
+  public static Outcome of(JsonUsageRewriter.Rejected rejected) {
+    return rejected.reason() == JsonUsageRewriter.Reason.OVERSIZE_USAGE ? OVERSIZE : PARSE_ERROR;
   }
 }

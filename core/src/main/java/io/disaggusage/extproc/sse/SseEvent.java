@@ -160,11 +160,6 @@ public final class SseEvent implements SseItem {
     return raw;
   }
 
-  @Override
-  public int rawLength() {
-    return raw.length;
-  }
-
   /**
    * Whether the event ended with a blank line. False only for the last event of a stream that ended
    * without one (delivered by {@link SseFramer#finish()}).

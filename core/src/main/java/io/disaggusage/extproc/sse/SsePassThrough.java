@@ -39,11 +39,6 @@ public final class SsePassThrough implements SseItem {
     return raw;
   }
 
-  @Override
-  public int rawLength() {
-    return raw.length;
-  }
-
   public Kind kind() {
     return kind;
   }

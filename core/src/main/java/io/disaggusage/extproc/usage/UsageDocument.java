@@ -85,16 +85,36 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
     }
   }
 
+  /** Reads one member of a JSON object: the parser stands on the member's value. */
+  @FunctionalInterface
+  private interface MemberReader {
+    void read(String name, JsonToken value) throws IOException;
+  }
+
+  /**
+   * Hands each member of the object that {@code value} opens to {@code reader}, or skips {@code
+   * value} when it is not an object. Returns with the parser on the object's closing brace.
+   */
+  private static void eachMember(JsonParser p, JsonToken value, MemberReader reader) throws IOException {
+    if (value != JsonToken.START_OBJECT) {
+      p.skipChildren();
+      return;
+    }
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String name = p.currentName();
+      reader.read(name, p.nextToken());
+    }
+  }
+
   /** One pass over the document, keeping only the parts of interest. */
   private static final class Walk {
     JsonObjectView usage;
     String model;
     final List<String> ids = new ArrayList<>(2);
 
+    /** The root object, whose opening brace the parser has just read. */
     void root(JsonParser p) throws IOException {
-      while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
-        JsonToken value = p.nextToken();
+      eachMember(p, JsonToken.START_OBJECT, (name, value) -> {
         switch (name) {
           case "usage" -> usage(p, value);
           case "model" -> model(p, value);
@@ -108,7 +128,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
             }
           }
         }
-      }
+      });
     }
 
     void usage(JsonParser p, JsonToken value) throws IOException {
@@ -130,22 +150,17 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
 
     /** A usage container of the root ({@code response}, ...), which may hold usage and model. */
     void container(JsonParser p, JsonToken value) throws IOException {
-      if (value != JsonToken.START_OBJECT) {
-        p.skipChildren();
-        return;
-      }
-      while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
-        JsonToken inner = p.nextToken();
+      eachMember(p, value, (name, inner) -> {
         switch (name) {
           case "usage" -> usage(p, inner);
           case "model" -> model(p, inner);
           case "disaggregated_params" -> ids(p, inner);
           default -> p.skipChildren();
         }
-      }
+      });
     }
 
+    /** Only the first choice is read: its {@code disaggregated_params}. */
     void choices(JsonParser p, JsonToken value) throws IOException {
       if (value != JsonToken.START_ARRAY) {
         p.skipChildren();
@@ -154,16 +169,14 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
       boolean first = true;
       JsonToken element;
       while ((element = p.nextToken()) != JsonToken.END_ARRAY) {
-        if (first && element == JsonToken.START_OBJECT) {
-          while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
-            JsonToken inner = p.nextToken();
+        if (first) {
+          eachMember(p, element, (name, inner) -> {
             if (name.equals("disaggregated_params")) {
               ids(p, inner);
             } else {
               p.skipChildren();
             }
-          }
+          });
         } else {
           p.skipChildren();
         }
@@ -172,20 +185,14 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
     }
 
     void ids(JsonParser p, JsonToken value) throws IOException {
-      if (value != JsonToken.START_OBJECT) {
-        p.skipChildren();
-        return;
-      }
-      while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
-        JsonToken inner = p.nextToken();
+      eachMember(p, value, (name, inner) -> {
         if (ID_KEYS.contains(name)
             && (inner == JsonToken.VALUE_NUMBER_INT || inner == JsonToken.VALUE_STRING)) {
           ids.add(p.getText());
         } else {
           p.skipChildren();
         }
-      }
+      });
     }
   }
 }

@@ -21,8 +21,7 @@ final class BufferedJsonRewriter implements GenerationRewriter {
   private byte[] ready = new byte[0];
   private boolean passthrough;
   private boolean finished;
-  private boolean contextKnown;
-  private ContextUsage context;
+  private final ContextResolution resolved = new ContextResolution();
   private boolean released;
   private boolean usageTaken;
   private ExchangeReport report = new ExchangeReport(Outcome.NO_USAGE, null, false, null);
@@ -53,7 +52,7 @@ final class BufferedJsonRewriter implements GenerationRewriter {
   @Override
   public void finish() {
     finished = true;
-    if (!passthrough && contextKnown) {
+    if (!passthrough && resolved.known()) {
       release();
     }
   }
@@ -73,7 +72,7 @@ final class BufferedJsonRewriter implements GenerationRewriter {
 
   @Override
   public boolean wantsContext() {
-    return finished && !passthrough && !contextKnown;
+    return finished && !passthrough && !resolved.known();
   }
 
   @Override
@@ -83,13 +82,11 @@ final class BufferedJsonRewriter implements GenerationRewriter {
 
   @Override
   public void resolveContext(ContextUsage context, Outcome reasonIfNull) {
-    if (contextKnown) {
+    if (!resolved.resolve(context, reasonIfNull)) {
       return;
     }
-    this.contextKnown = true;
-    this.context = context;
     if (context == null) {
-      report = new ExchangeReport(reasonIfNull, null, false, null);
+      report = new ExchangeReport(resolved.fallback(), null, false, null);
     }
     if (finished && !passthrough) {
       release();
@@ -111,13 +108,13 @@ final class BufferedJsonRewriter implements GenerationRewriter {
   }
 
   private void rewrite(byte[] doc) {
-    if (context == null) {
+    if (resolved.usage() == null) {
       UsageFigures own = rewriter.inspect(doc, names);
       report = new ExchangeReport(report.outcome(), own, false, null);
       append(doc);
       return;
     }
-    JsonUsageRewriter.Result result = rewriter.rewrite(doc, context, names);
+    JsonUsageRewriter.Result result = rewriter.rewrite(doc, resolved.usage(), names);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       report = new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model());
       append(r.document());
@@ -125,10 +122,7 @@ final class BufferedJsonRewriter implements GenerationRewriter {
       report = new ExchangeReport(Outcome.NO_USAGE, null, false, n.model());
       append(doc);
     } else {
-      JsonUsageRewriter.Rejected rejected = (JsonUsageRewriter.Rejected) result;
-      Outcome outcome =
-          rejected.reason() == JsonUsageRewriter.Reason.OVERSIZE_USAGE ? Outcome.OVERSIZE : Outcome.PARSE_ERROR;
-      report = new ExchangeReport(outcome, null, false, null);
+      report = new ExchangeReport(Outcome.of((JsonUsageRewriter.Rejected) result), null, false, null);
       append(doc);
     }
   }

@@ -19,15 +19,18 @@ class JsonUsageRewriterTest {
   private static final JsonFactory FACTORY = UsageDocument.newFactory(1 << 20);
   private static final JsonUsageRewriter REWRITER = new JsonUsageRewriter(FACTORY, 64 * 1024);
 
-  static ContextUsage ctx(String usageJson) {
+  /** The context usage a context response with {@code "usage": usageJson} yields, if it is usable. */
+  static Optional<ContextUsage> contextOf(String usageJson) {
     byte[] doc = ("{\"usage\":" + usageJson + "}").getBytes(StandardCharsets.UTF_8);
     try {
-      UsageDocument parsed = UsageDocument.parse(FACTORY, doc);
-      Optional<ContextUsage> c = ApiShapes.context(parsed.usage(), doc);
-      return c.orElseThrow(() -> new AssertionError("context usage unusable: " + usageJson));
+      return ApiShapes.context(UsageDocument.parse(FACTORY, doc).usage(), doc);
     } catch (UsageDocument.MalformedException e) {
       throw new AssertionError(e);
     }
+  }
+
+  static ContextUsage ctx(String usageJson) {
+    return contextOf(usageJson).orElseThrow(() -> new AssertionError("context usage unusable: " + usageJson));
   }
 
   static String rewrite(String ctxUsage, String genDoc, ApiShape names) {
@@ -35,6 +38,14 @@ class JsonUsageRewriterTest {
         REWRITER.rewrite(genDoc.getBytes(StandardCharsets.UTF_8), ctx(ctxUsage), names);
     assertThat(r).isInstanceOf(Rewritten.class);
     return new String(((Rewritten) r).document(), StandardCharsets.UTF_8);
+  }
+
+  /** Why {@code genDoc} is left alone; fails when it is rewritten. */
+  static Reason rejection(String ctxUsage, String genDoc, ApiShape names) {
+    JsonUsageRewriter.Result r =
+        REWRITER.rewrite(genDoc.getBytes(StandardCharsets.UTF_8), ctx(ctxUsage), names);
+    assertThat(r).isInstanceOf(Rejected.class);
+    return ((Rejected) r).reason();
   }
 
   @Test
@@ -236,13 +247,9 @@ class JsonUsageRewriterTest {
         "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":-1}}}"
       })
   void invalidGenerationCountsAreNeverFixed(String gen) {
-    var r =
-        REWRITER.rewrite(
-            gen.getBytes(StandardCharsets.UTF_8),
-            ctx("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}"),
-            ApiShapes.CHAT);
-    assertThat(r).isInstanceOf(Rejected.class);
-    assertThat(((Rejected) r).reason()).isEqualTo(Reason.INVALID_USAGE);
+    assertThat(rejection("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}", gen,
+            ApiShapes.CHAT))
+        .isEqualTo(Reason.INVALID_USAGE);
   }
 
   @ParameterizedTest
@@ -256,13 +263,7 @@ class JsonUsageRewriterTest {
         "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":04}}"
       })
   void malformedDocumentsPassThrough(String gen) {
-    var r =
-        REWRITER.rewrite(
-            gen.getBytes(StandardCharsets.UTF_8),
-            ctx("{\"prompt_tokens\":10}"),
-            ApiShapes.CHAT);
-    assertThat(r).isInstanceOf(Rejected.class);
-    assertThat(((Rejected) r).reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(rejection("{\"prompt_tokens\":10}", gen, ApiShapes.CHAT)).isEqualTo(Reason.MALFORMED);
   }
 
   @ParameterizedTest
@@ -276,9 +277,8 @@ class JsonUsageRewriterTest {
         "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":-3}}",
         "{\"prompt_tokens\":10,\"prompt_tokens_details\":[1]}"
       })
-  void unusableContextUsage(String usage) throws Exception {
-    byte[] doc = ("{\"usage\":" + usage + "}").getBytes(StandardCharsets.UTF_8);
-    assertThat(ApiShapes.context(UsageDocument.parse(FACTORY, doc).usage(), doc)).isEmpty();
+  void unusableContextUsage(String usage) {
+    assertThat(contextOf(usage)).isEmpty();
   }
 
   @Test

@@ -1,13 +1,14 @@
 package io.disaggusage.extproc.usage;
 
+import static io.disaggusage.extproc.usage.JsonUsageRewriterTest.contextOf;
 import static io.disaggusage.extproc.usage.JsonUsageRewriterTest.ctx;
+import static io.disaggusage.extproc.usage.JsonUsageRewriterTest.rejection;
 import static io.disaggusage.extproc.usage.JsonUsageRewriterTest.rewrite;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.disaggusage.extproc.usage.JsonUsageRewriter.Reason;
-import io.disaggusage.extproc.usage.JsonUsageRewriter.Rejected;
 import io.disaggusage.extproc.usage.JsonUsageRewriter.Rewritten;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -190,10 +191,7 @@ class MessagesUsageRuleTest {
         "{\"input_tokens\":0,\"output_tokens\":8,\"cache_creation_input_tokens\":\"x\"}"
       })
   void invalidGenerationCountsAreNeverFixed(String usage) {
-    byte[] gen = message(usage).getBytes(StandardCharsets.UTF_8);
-    var r = REWRITER.rewrite(gen, ctx(CTX_CHAT), ApiShapes.MESSAGES);
-    assertThat(r).isInstanceOf(Rejected.class);
-    assertThat(((Rejected) r).reason()).isEqualTo(Reason.INVALID_USAGE);
+    assertThat(rejection(CTX_CHAT, message(usage), ApiShapes.MESSAGES)).isEqualTo(Reason.INVALID_USAGE);
   }
 
   @ParameterizedTest
@@ -206,9 +204,8 @@ class MessagesUsageRuleTest {
         "{\"input_tokens\":5,\"cache_creation_input_tokens\":1.5}",
         "{\"cache_read_input_tokens\":1,\"output_tokens\":1}"
       })
-  void unusableAnthropicContextUsage(String usage) throws Exception {
-    byte[] doc = ("{\"usage\":" + usage + "}").getBytes(StandardCharsets.UTF_8);
-    assertThat(ApiShapes.context(UsageDocument.parse(UsageDocument.newFactory(1 << 20), doc).usage(), doc)).isEmpty();
+  void unusableAnthropicContextUsage(String usage) {
+    assertThat(contextOf(usage)).isEmpty();
   }
 
   /** Context usage of every shape, as stored: whole prompt, cache read, cache creation. */

@@ -82,7 +82,7 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
   @Override
   public CompletableFuture<Void> put(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
-    List<String> storeKeys = storeKeys(keys);
+    List<String> storeKeys = CorrelationKey.storeKeys(keys);
     if (storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(null);
     }
@@ -122,13 +122,14 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
 
   @Override
   public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
-    return CompletableFuture.completedFuture(takeNow(storeKeys(keys), FingerprintTag.of(fingerprint)));
+    return CompletableFuture.completedFuture(
+        takeNow(CorrelationKey.storeKeys(keys), FingerprintTag.of(fingerprint)));
   }
 
   @Override
   public CompletableFuture<ContextLookup> await(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
-    List<String> storeKeys = storeKeys(keys);
+    List<String> storeKeys = CorrelationKey.storeKeys(keys);
     String tag = FingerprintTag.of(fingerprint);
     ContextLookup now = takeNow(storeKeys, tag);
     if (now.isFound() || storeKeys.isEmpty()) {
@@ -245,9 +246,5 @@ public final class MemoryContextUsageStore implements ContextUsageStore {
    */
   private static String cacheKey(String tag, String storeKey) {
     return tag + ":" + storeKey;
-  }
-
-  private static List<String> storeKeys(List<CorrelationKey> keys) {
-    return keys.stream().map(CorrelationKey::storeKey).distinct().toList();
   }
 }

@@ -208,7 +208,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
   @Override
   public CompletableFuture<Void> put(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
-    List<String> storeKeys = storeKeys(keys);
+    List<String> storeKeys = CorrelationKey.storeKeys(keys);
     if (storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(null);
     }
@@ -247,7 +247,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
 
   @Override
   public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
-    return takeEntry(storeKeys(keys), FingerprintTag.of(fingerprint)).thenApply(Taken::lookup);
+    return takeEntry(CorrelationKey.storeKeys(keys), FingerprintTag.of(fingerprint)).thenApply(Taken::lookup);
   }
 
   private CompletableFuture<Taken> takeEntry(List<String> storeKeys, String tag) {
@@ -271,7 +271,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
   @Override
   public CompletableFuture<ContextLookup> await(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
-    List<String> storeKeys = storeKeys(keys);
+    List<String> storeKeys = CorrelationKey.storeKeys(keys);
     if (storeKeys.isEmpty()) {
       return CompletableFuture.completedFuture(ContextLookup.MISS);
     }
@@ -368,9 +368,5 @@ public final class RedisContextUsageStore implements ContextUsageStore {
     }
     waiters.close(ContextLookup.MISS);
     connection.close(); // shutting the client down closes its connections
-  }
-
-  private static List<String> storeKeys(List<CorrelationKey> keys) {
-    return keys.stream().map(CorrelationKey::storeKey).distinct().toList();
   }
 }

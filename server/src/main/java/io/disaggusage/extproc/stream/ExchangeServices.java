@@ -10,7 +10,8 @@ import java.util.concurrent.ScheduledExecutorService;
 
 /**
  * What every exchange stream shares: configuration, the pure core, the store, metrics, the timer, the
- * rate-limited warnings and the bound on concurrent context waits.
+ * rate-limited warnings and the bound on concurrent context waits. {@link ExtProcService} makes one
+ * for all its streams.
  */
 record ExchangeServices(
     Config config,
@@ -21,26 +22,4 @@ record ExchangeServices(
     Metrics metrics,
     ScheduledExecutorService timer,
     ExchangeWarnings warnings,
-    WaitLimiter waits) {
-
-  /** With fresh warnings and wait limiter: one of each for the service built on these. */
-  ExchangeServices(
-      Config config,
-      ExchangeClassifier classifier,
-      ResponseProcessors processors,
-      JsonFactory json,
-      ContextUsageStore store,
-      Metrics metrics,
-      ScheduledExecutorService timer) {
-    this(
-        config,
-        classifier,
-        processors,
-        json,
-        store,
-        metrics,
-        timer,
-        new ExchangeWarnings(),
-        new WaitLimiter(config.limits().maxWaiters()));
-  }
-}
+    WaitLimiter waits) {}

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.classify.ExchangeClassifier;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.rewrite.ProcessorFactory;
+import io.disaggusage.extproc.rewrite.ResponseProcessors;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.usage.UsageDocument;
@@ -12,6 +13,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.function.UnaryOperator;
 
 /**
  * The ext_proc gRPC service ({@code envoy.service.ext_proc.v3.ExternalProcessor/Process}): one
@@ -22,22 +24,29 @@ public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcesso
 
   public ExtProcService(
       Config config, ContextUsageStore store, Metrics metrics, ScheduledExecutorService timer) {
+    this(config, store, metrics, timer, UnaryOperator.identity());
+  }
+
+  /** For tests that substitute parts of the core: {@code processors} wraps the real body processors. */
+  ExtProcService(
+      Config config,
+      ContextUsageStore store,
+      Metrics metrics,
+      ScheduledExecutorService timer,
+      UnaryOperator<ResponseProcessors> processors) {
     int maxDocument = Math.max(config.limits().maxBodyBytes(), config.limits().maxEventBytes());
     JsonFactory json = UsageDocument.newFactory(maxDocument);
     this.services =
         new ExchangeServices(
             config,
             new ExchangeClassifier(CoreSettings.classification(config)),
-            new ProcessorFactory(json, CoreSettings.bodyLimits(config)),
+            processors.apply(new ProcessorFactory(json, CoreSettings.bodyLimits(config))),
             json,
             store,
             metrics,
-            timer);
-  }
-
-  /** For tests that substitute parts of the core (e.g. a failing body processor). */
-  ExtProcService(ExchangeServices services) {
-    this.services = services;
+            timer,
+            new ExchangeWarnings(),
+            new WaitLimiter(config.limits().maxWaiters()));
   }
 
   @Override

@@ -20,6 +20,7 @@ import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.disaggusage.extproc.testkit.Wire;
 import io.disaggusage.extproc.store.ContextLookup;
 import io.disaggusage.extproc.store.ContextUsageStore;
+import io.disaggusage.extproc.store.ForwardingStore;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
@@ -33,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -241,44 +243,32 @@ class ExchangeLogTest {
 
   @Test
   void storeFailuresAreWarnedWithTheExceptionClassOnly() throws Exception {
-    ContextUsageStore broken =
-        new ContextUsageStore() {
-          @Override
-          public CompletableFuture<Void> put(
+    UnaryOperator<ContextUsageStore> broken =
+        real ->
+            new ForwardingStore(real) {
+              @Override
+              public CompletableFuture<Void> put(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
-            return CompletableFuture.failedFuture(new IllegalStateException("cannot store " + PROMPT));
-          }
+                return CompletableFuture.failedFuture(new IllegalStateException("cannot store " + PROMPT));
+              }
 
-          @Override
-          public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("lookup " + COMPLETION));
-          }
+              @Override
+              public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException("lookup " + COMPLETION));
+              }
 
-          @Override
-          public CompletableFuture<ContextLookup> await(
+              @Override
+              public CompletableFuture<ContextLookup> await(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("await " + COMPLETION));
-          }
-
-          @Override
-          public long size() {
-            return 0;
-          }
-
-          @Override
-          public int waiters() {
-            return 0;
-          }
-
-          @Override
-          public void close() {}
-        };
+                return CompletableFuture.failedFuture(new IllegalArgumentException("await " + COMPLETION));
+              }
+            };
     try (ServiceUnderTest s =
         new ServiceUnderTest(
             ServiceUnderTest.testConfig(),
             ServiceUnderTest.Transport.IN_PROCESS,
             EnvoyProfile.V1_37,
-            FailOpenTest.withStore(real -> broken))) {
+            FailOpenTest.withStore(broken))) {
       assertClean(Flows.run(s.envoy, contextCall("store-down")));
       assertClean(
           Flows.run(

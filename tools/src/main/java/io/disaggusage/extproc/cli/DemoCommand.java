@@ -1,7 +1,5 @@
 package io.disaggusage.extproc.cli;
 
-import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.tools.demo.DemoRow;
 import io.disaggusage.extproc.tools.demo.DemoRun;
 import io.disaggusage.extproc.tools.demo.DemoTable;
@@ -51,8 +49,7 @@ public final class DemoCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws IOException {
-    Logging.configure(new Config.Logging(Config.LogFormat.TEXT, Config.LogLevel.WARN));
-    Logging.useStandardError(true);
+    ConsoleLogging.toStandardError(ConsoleLogging.WARNINGS);
     long start = System.nanoTime();
     DemoRun.Report report = DemoRun.run(messageTimeout);
     PrintWriter out = spec.commandLine().getOut();

@@ -2,7 +2,6 @@ package io.disaggusage.extproc.cli;
 
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
-import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.tools.LocalService;
 import io.disaggusage.extproc.emulator.engines.ScheduleOrder;
 import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
@@ -135,8 +134,7 @@ public final class ReplayCommand implements Callable<Integer> {
       throw new ParameterException(spec.commandLine(), "--chunk-size must be positive");
     }
     Config config = options.load(main.env());
-    Logging.configure(config.logging());
-    Logging.useStandardError(true);
+    ConsoleLogging.toStandardError(config.logging());
     PrintWriter err = spec.commandLine().getErr();
     ReplayInput input;
     ExternalProcessor filter;

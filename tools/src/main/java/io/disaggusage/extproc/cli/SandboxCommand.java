@@ -1,7 +1,5 @@
 package io.disaggusage.extproc.cli;
 
-import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.runtime.StartupException;
 import io.disaggusage.extproc.tools.sandbox.EnvoyBinary;
 import io.disaggusage.extproc.tools.sandbox.Sandbox;
@@ -92,8 +90,7 @@ public final class SandboxCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--port-base: " + e.getMessage());
     }
-    Logging.configure(new Config.Logging(Config.LogFormat.TEXT, Config.LogLevel.WARN));
-    Logging.useStandardError(true);
+    ConsoleLogging.toStandardError(ConsoleLogging.WARNINGS);
     Map<String, String> env = parent != null ? parent.env() : System.getenv();
     EnvoyBinary binary;
     try {
@@ -102,8 +99,7 @@ public final class SandboxCommand implements Callable<Integer> {
       throw new StartupException(e.getMessage(), e);
     }
     Sandbox sandbox = Sandbox.start(binary, portBase, Optional.ofNullable(messageTimeout));
-    Thread hook = new Thread(sandbox::close, "disagg-usage-sandbox-shutdown-hook");
-    Runtime.getRuntime().addShutdownHook(hook);
+    ShutdownHook hook = ShutdownHook.install(sandbox::close, "disagg-usage-sandbox-shutdown-hook");
     try (Signals signals =
         Signals.onTermination(signal -> new Thread(sandbox::close, "disagg-usage-sandbox-stop").start())) {
       PrintWriter out = spec.commandLine().getOut();
@@ -113,11 +109,7 @@ public final class SandboxCommand implements Callable<Integer> {
       sandbox.awaitClosed();
     } finally {
       sandbox.close();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // the JVM is already exiting; the hook has run or is running
-      }
+      hook.remove();
     }
     spec.commandLine().getOut().println("Stopped.");
     spec.commandLine().getOut().flush();

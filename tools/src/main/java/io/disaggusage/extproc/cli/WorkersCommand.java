@@ -1,7 +1,5 @@
 package io.disaggusage.extproc.cli;
 
-import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.runtime.StartupException;
 import io.disaggusage.extproc.emulator.engines.UsageVariant;
 import io.disaggusage.extproc.emulator.workers.EngineKind;
@@ -91,11 +89,10 @@ public final class WorkersCommand implements Callable<Integer> {
   @Override
   public Integer call() throws StartupException, InterruptedException {
     List<WorkerSpec> specs = specs();
-    Logging.configure(new Config.Logging(Config.LogFormat.TEXT, Config.LogLevel.WARN));
-    Logging.useStandardError(true);
+    ConsoleLogging.toStandardError(ConsoleLogging.WARNINGS);
     List<EngineWorker> workers = new ArrayList<>();
     CountDownLatch stop = new CountDownLatch(1);
-    Thread hook = new Thread(() -> workers.forEach(EngineWorker::close), "disagg-usage-workers-shutdown-hook");
+    ShutdownHook hook = null; // installed once every worker has started
     try (Signals signals = Signals.onTermination(signal -> stop.countDown())) {
       for (WorkerSpec s : specs) {
         try {
@@ -104,17 +101,15 @@ public final class WorkersCommand implements Callable<Integer> {
           throw new StartupException(e.getMessage(), e);
         }
       }
-      Runtime.getRuntime().addShutdownHook(hook);
+      hook = ShutdownHook.install(() -> workers.forEach(EngineWorker::close), "disagg-usage-workers-shutdown-hook");
       PrintWriter out = spec.commandLine().getOut();
       workers.forEach(w -> out.println(w.describe()));
       out.flush();
       stop.await();
     } finally {
       workers.forEach(EngineWorker::close);
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException | IllegalArgumentException e) {
-        // the JVM is exiting, or the hook was never added
+      if (hook != null) {
+        hook.remove();
       }
     }
     spec.commandLine().getOut().println("Stopped.");
