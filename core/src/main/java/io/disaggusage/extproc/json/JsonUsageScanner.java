@@ -147,7 +147,7 @@ public final class JsonUsageScanner {
   private final byte[][] containers; // names of the root's members that may hold usage and model
   private final Structure structure; // null when nobody listens
   private boolean classify; // the current name may be usage / model / a container
-  private final byte[] nameHead;
+  private final byte[] nameHead; // the current name's start, as long as the longest name of interest
   private int nameHeadLength; // -1 once the name can be none of them
   private int pendingSlot = SLOT_NONE;
 
@@ -180,7 +180,12 @@ public final class JsonUsageScanner {
       this.containers[k++] = name.getBytes(StandardCharsets.US_ASCII);
     }
     this.structure = structure;
-    this.nameHead = new byte[MAX_REPORTED_NAME];
+    // Without a listener only names that may be a slot are kept: nothing longer is copied per name.
+    int longest = Math.max(USAGE.length, MODEL.length);
+    for (byte[] container : this.containers) {
+      longest = Math.max(longest, container.length);
+    }
+    this.nameHead = new byte[structure == null ? longest : Math.max(longest, MAX_REPORTED_NAME)];
   }
 
   /** What stopped the last {@link #scan}. */
