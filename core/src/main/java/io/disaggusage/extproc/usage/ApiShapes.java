@@ -37,12 +37,22 @@ public final class ApiShapes {
     if (path == null) {
       return DEFAULT;
     }
-    return ALL.stream().filter(shape -> shape.serves(path)).findFirst().orElse(DEFAULT);
+    for (ApiShape shape : ALL) {
+      if (shape.serves(path)) {
+        return shape;
+      }
+    }
+    return DEFAULT;
   }
 
   /** The shape of a context worker's usage object with these member names. */
   public static ApiShape forContextUsage(Set<String> usageMembers) {
-    return ALL.stream().filter(shape -> shape.recognises(usageMembers)).findFirst().orElse(DEFAULT);
+    for (ApiShape shape : ALL) { // once per context usage event: no stream pipeline
+      if (shape.recognises(usageMembers)) {
+        return shape;
+      }
+    }
+    return DEFAULT;
   }
 
   /**
