@@ -162,7 +162,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
       return;
     }
     boolean stripAcceptEncoding = services.config().classification().stripAcceptEncoding();
-    injection = UsageInjection.begin(services, head, headers.getEndOfStream());
+    injection = UsageInjection.begin(services, head, headers.getEndOfStream(), this::classificationSoFar);
     HeaderMutation mutation =
         injection != null
             ? UsageInjection.headerMutation(stripAcceptEncoding)
@@ -185,9 +185,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     }
     // Answered first: a failure in what follows must not take rewritten request bytes with it.
     replies.complete(
-        slot,
-        EnvoyMessages.body(
-            true, injection == null ? null : injection.onRequestBody(chunk, abandoned, this::classificationSoFar), null));
+        slot, EnvoyMessages.body(true, injection == null ? null : injection.onRequestBody(chunk, abandoned), null));
     if (chunk.getEndOfStream()) {
       requestEnded = true;
       endScan();

@@ -28,22 +28,29 @@ final class UsageInjection {
   static final String MSGPACK_HEADER = "x-trtllm-msgpack";
 
   private final ExchangeServices services;
+  /** Asked once the request object is complete: whether the service reads this leg's response. */
+  private final IncludeUsageInjector.LegProbe readsResponse;
   private IncludeUsageInjector injector;
   /** Request bytes given back when the rewrite stopped early; they go out with the next chunk. */
   private byte[] pending = Bytes.EMPTY;
   private boolean injected;
   private boolean removesUsage;
 
-  private UsageInjection(ExchangeServices services) {
+  private UsageInjection(ExchangeServices services, Supplier<Classification> classification) {
     this.services = services;
+    this.readsResponse = () -> readsResponse(classification.get());
     this.injector = new IncludeUsageInjector(services.config().limits().maxBodyBytes());
   }
 
   /**
    * For a handled request with a body: the injection, or null when it is off or cannot apply
    * (counted).
+   *
+   * @param classification the request's classification as read so far; asked once the request object
+   *     is complete, to learn whether it is a leg whose response the service reads
    */
-  static UsageInjection begin(ExchangeServices services, RequestHead head, boolean endOfStream) {
+  static UsageInjection begin(
+      ExchangeServices services, RequestHead head, boolean endOfStream, Supplier<Classification> classification) {
     if (!services.config().streaming().injectIncludeUsage()
         || endOfStream
         || !ApiShapes.forPath(head.path()).injectsIncludeUsage()) {
@@ -54,7 +61,7 @@ final class UsageInjection {
       services.metrics().injection(skip);
       return null;
     }
-    return new UsageInjection(services);
+    return new UsageInjection(services, classification);
   }
 
   /** Why a request cannot be rewritten, judged from its headers; null when it may be. */
@@ -87,13 +94,8 @@ final class UsageInjection {
         : EnvoyMessages.removeHeaders("content-length");
   }
 
-  /**
-   * The replacement for one request body chunk, or null to forward it as it came.
-   *
-   * @param classification the request's classification as read so far; asked once the request object
-   *     is complete, to learn whether it is a leg whose response the service reads
-   */
-  ByteString onRequestBody(HttpBody chunk, boolean abandoned, Supplier<Classification> classification) {
+  /** The replacement for one request body chunk, or null to forward it as it came. */
+  ByteString onRequestBody(HttpBody chunk, boolean abandoned) {
     if (injector != null && abandoned) {
       stop(); // the response side is gone: nothing could take the usage event out again
     }
@@ -106,7 +108,7 @@ final class UsageInjection {
       return ByteString.copyFrom(out);
     }
     byte[] in = BodyBytes.of(chunk.getBody());
-    byte[] out = injector.accept(in, chunk.getEndOfStream(), () -> readsResponse(classification.get()));
+    byte[] out = injector.accept(in, chunk.getEndOfStream(), readsResponse);
     if (injector.outcome() != null) {
       finished();
     }

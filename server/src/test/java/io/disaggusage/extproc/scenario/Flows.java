@@ -53,6 +53,17 @@ public final class Flows {
         .responseChunking(Chunking.fixed(33));
   }
 
+  /**
+   * A vLLM context leg on {@code /v1/chat/completions} ({@code do_remote_decode}) named by its {@code
+   * x-request-id}: a JSON answer without content-length, chunked as Envoy's default does.
+   */
+  public static Exchange.Builder ctx(String requestId, String responseBody) {
+    return Exchange.post(EngineRequests.PATH, "{\"kv_transfer_params\":{\"do_remote_decode\":true}}")
+        .requestHeader("x-request-id", requestId)
+        .responseHeader("content-type", "application/json")
+        .responseBody(responseBody);
+  }
+
   /** A generation leg on {@code /v1/chat/completions}, its response with its content-length, cut as given. */
   public static Exchange.Builder genExchange(String requestBody, String contentType, String responseBody, Chunking chunking) {
     return Exchange.post(EngineRequests.PATH, requestBody)

@@ -235,15 +235,10 @@ class PassThroughScenarioTest {
         new Config(d.grpc(), d.admin(), d.classification(), d.ordering(), d.store(), d.metadata(),
             new Config.Limits(200, 150, 64 * 1024, 256, d.limits().maxWaiters()), d.metrics(), d.logging(), d.shutdown(), d.streaming());
     try (ServiceUnderTest s = new ServiceUnderTest(small)) {
-      String ctxReq = "{\"kv_transfer_params\":{\"do_remote_decode\":true}}";
       String genReq = "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
       for (String id : List.of("j", "e")) {
         Flows.run(
-            s.envoy,
-            Exchange.post(PATH, ctxReq)
-                .requestHeader("x-request-id", id)
-                .responseHeader("content-type", "application/json")
-                .responseBody("{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}"));
+            s.envoy, Flows.ctx(id, "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}"));
       }
       // A JSON body is held from its usage object on: usage first, the held part crosses the cap.
       String usageFirst =
@@ -279,14 +274,8 @@ class PassThroughScenarioTest {
   @Test
   void duplicateEndOfStreamAndClientCancelLeaveNothingBehind() throws Exception {
     try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
-      String ctxReq = "{\"kv_transfer_params\":{\"do_remote_decode\":true}}";
       String genReq = "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
-      Flows.run(
-          s.envoy,
-          Exchange.post(PATH, ctxReq)
-              .requestHeader("x-request-id", "d")
-              .responseHeader("content-type", "application/json")
-              .responseBody(Wire.chatCompletion("d", Wire.usage(50, 1, 10L))));
+      Flows.run(s.envoy, Flows.ctx("d", Wire.chatCompletion("d", Wire.usage(50, 1, 10L))));
       String stream = Wire.chatStream(Wire.usage(50, 4, 50L), "x", "y");
       ExchangeResult dup =
           Flows.run(

@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.stream;
 
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
+import static io.disaggusage.extproc.scenario.Flows.ctx;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
@@ -45,7 +46,6 @@ class FaultInjectionTest {
   static final String PATH = "/v1/chat/completions";
   static final Duration WAIT = Duration.ofMillis(300);
   static final Duration TTL = Duration.ofMillis(800);
-  static final String CTX_REQ = "{\"kv_transfer_params\":{\"do_remote_decode\":true}}";
   static final String GEN_REQ = "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
 
   static Config config(int maxInboundMessageBytes) {
@@ -92,13 +92,6 @@ class FaultInjectionTest {
     assertThat(s.store.waiters()).as("waiters").isZero();
     s.passStoreTtl();
     assertThat(s.store.size()).as("store drained after TTL").isZero();
-  }
-
-  static Exchange.Builder ctx(String key, String body) {
-    return Exchange.post(PATH, CTX_REQ)
-        .requestHeader("x-request-id", key)
-        .responseHeader("content-type", "application/json")
-        .responseBody(body);
   }
 
   static Exchange.Builder gen(String key, String contentType, String body) {

@@ -2,7 +2,7 @@ package io.disaggusage.extproc.stream;
 
 import static io.disaggusage.extproc.stream.FaultInjectionTest.assertNoLeak;
 import static io.disaggusage.extproc.stream.FaultInjectionTest.config;
-import static io.disaggusage.extproc.stream.FaultInjectionTest.ctx;
+import static io.disaggusage.extproc.scenario.Flows.ctx;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
