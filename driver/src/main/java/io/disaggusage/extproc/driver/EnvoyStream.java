@@ -16,7 +16,6 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -68,12 +67,12 @@ public final class EnvoyStream implements StreamObserver<ProcessingResponse> {
   private final ArrayDeque<Owed> owed = new ArrayDeque<>();
   private final ByteArrayOutputStream client = new ByteArrayOutputStream();
   private final ByteArrayOutputStream upstream = new ByteArrayOutputStream();
-  private final List<ProcessingResponse> replies = new ArrayList<>();
   private ProcessingMode mode;
   private Struct metadata = Struct.getDefaultInstance();
   private String violation;
   private boolean serverClosed;
   private boolean responseHeadersSent;
+  private int replies;
   private int timerExtensions;
   private long slowestReplyNanos;
 
@@ -277,8 +276,8 @@ public final class EnvoyStream implements StreamObserver<ProcessingResponse> {
     return slowestReplyNanos;
   }
 
-  /** Every reply in arrival order, timer extensions included. */
-  public List<ProcessingResponse> replies() {
+  /** How many replies came, timer extensions and violations included. */
+  public synchronized int replies() {
     return replies;
   }
 
@@ -306,7 +305,7 @@ public final class EnvoyStream implements StreamObserver<ProcessingResponse> {
     long nanos = 0;
     String failure = null;
     synchronized (this) {
-      replies.add(reply);
+      replies++;
       if (reply.getResponseCase() == ProcessingResponse.ResponseCase.RESPONSE_NOT_SET) {
         if (reply.hasOverrideMessageTimeout()) {
           timerExtensions++;
