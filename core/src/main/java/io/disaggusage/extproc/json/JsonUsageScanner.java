@@ -224,6 +224,8 @@ public final class JsonUsageScanner {
    */
   public int scan(byte[] b, int from, int to) {
     event = Event.NONE;
+    // A local: read once per call, not once per value (the field is reloaded after every call).
+    Structure structure = this.structure;
     int i = from;
     while (i < to) {
       int c = b[i] & 0xFF;

@@ -9,6 +9,7 @@ import io.disaggusage.extproc.rewrite.Outcome;
 import io.disaggusage.extproc.rewrite.Phase;
 import io.disaggusage.extproc.rewrite.ResponseProcessors;
 import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ApiShapes;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
@@ -31,7 +32,7 @@ import java.util.Map;
  * <p>When the outcome is reported, the logger {@value #SUMMARY_LOGGER} writes one DEBUG line for the
  * exchange ({@link ExchangeRecord}). Never body bytes.
  */
-final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Host {
+final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Host, ReplyQueue.Listener {
   /** The logger of the per-exchange summary lines (DEBUG). */
   static final String SUMMARY_LOGGER = "io.disaggusage.extproc.exchanges";
 
@@ -39,13 +40,14 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
   private final StreamObserver<ProcessingResponse> out;
   private final ExchangeRecord record;
   private final ReplyQueue replies;
-  private final Leg.Tools tools;
-  private final Leg passThrough;
   /** What is done with the response body: nothing until the response headers choose otherwise. */
   private Leg leg;
   private boolean abandoned;
 
+  /** The request's headers, until the request is classified: a stream keeps only what its response needs. */
   private RequestHead head;
+  /** The API the request's path names (set when classified). */
+  private ApiShape shape;
   private RequestBodyReader scanner;
   private boolean readingRequestBody;
   private boolean requestEnded;
@@ -65,10 +67,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     this.services = services;
     this.out = out;
     this.record = new ExchangeRecord(services.metrics());
-    this.replies = new ReplyQueue(out, this::finish, record::sent);
-    this.tools = new Leg.Tools(services, replies, record, this);
-    this.passThrough = new PassThroughLeg(replies, record);
-    this.leg = passThrough;
+    this.replies = new ReplyQueue(out, this);
+    this.leg = new PassThroughLeg(replies, record);
     services.metrics().streamOpened();
   }
 
@@ -141,6 +141,16 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     return replies.closed();
   }
 
+  @Override
+  public void sent(int bytes) {
+    record.sent(bytes);
+  }
+
+  @Override
+  public void gone() {
+    finish();
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Request
 
@@ -157,6 +167,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
             EnvoyMessages.attribute(request, "xds.cluster_name"));
     if (!services.classifier().handles(head)) {
       classification = Classification.NONE;
+      head = null;
       record.report(Phase.NONE, Outcome.NOT_DISAGGREGATED);
       replies.complete(slot, EnvoyMessages.requestHeaders(null, EnvoyMessages.allOff()));
       return;
@@ -214,6 +225,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
 
   private void classify(RequestFacts facts) {
     classification = services.classifier().classify(head, facts);
+    shape = ApiShapes.forPath(head.path());
+    head = null; // its header map is the largest thing a stream would otherwise keep to the end
     fingerprint = facts.fingerprint();
     record.classified(facts.model(), classification.keys().isEmpty() ? null : classification.keys().get(0));
   }
@@ -244,6 +257,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     }
     boolean removesInjectedUsage = injection != null && injection.removesUsage();
     ResponseProcessors processors = removesInjectedUsage ? injection.processors() : services.processors();
+    Leg.Tools tools = new Leg.Tools(services, replies, record, this);
     if (phase == Phase.CONTEXT) {
       leg =
           new ContextLeg(
@@ -262,7 +276,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
             new GenerationLeg.Start(
                 classification,
                 fingerprint,
-                ApiShapes.forPath(head.path()),
+                shape,
                 response.eventStream(),
                 processors,
                 removesInjectedUsage,
@@ -295,7 +309,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
     record.report(classification == null ? Phase.NONE : classification.phase(), Outcome.ERROR);
     abandoned = true;
     byte[] held = leg.abandon();
-    leg = passThrough;
+    leg = new PassThroughLeg(replies, record);
     replies.failOpen(held, request, current);
   }
 

@@ -9,7 +9,6 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayDeque;
 import java.util.Arrays;
-import java.util.function.IntConsumer;
 
 /**
  * The replies owed to Envoy on one stream, one per message, sent in the order the messages came (a
@@ -42,24 +41,28 @@ final class ReplyQueue {
     }
   }
 
+  /** Who hears what the queue does on its own: the owning stream (no lambdas: one object less each). */
+  interface Listener {
+    /** Response body bytes were put into a reply (the summary line's bytes_out). */
+    void sent(int bytes);
+
+    /** Envoy cancelled the stream under a reply being sent. */
+    void gone();
+  }
+
   private final StreamObserver<ProcessingResponse> out;
-  private final Runnable gone;
-  private final IntConsumer bytesOut;
-  private final ArrayDeque<Slot> slots = new ArrayDeque<>();
+  private final Listener listener;
+  // Rarely more than a reply or two are owed at once; the deque grows when a held reply queues more.
+  private final ArrayDeque<Slot> slots = new ArrayDeque<>(4);
   private boolean closed;
   /** The body reply that waits (for the context usage, a store write) and carries bytes on failure. */
   private Slot held;
   /** Owed bytes without a reply to carry them: they go out with the next response body message. */
   private byte[] giveBack = Bytes.EMPTY;
 
-  /**
-   * @param gone called when Envoy has cancelled the stream under a reply being sent
-   * @param bytesOut counts response body bytes put into replies (the summary line's bytes_out)
-   */
-  ReplyQueue(StreamObserver<ProcessingResponse> out, Runnable gone, IntConsumer bytesOut) {
+  ReplyQueue(StreamObserver<ProcessingResponse> out, Listener listener) {
     this.out = out;
-    this.gone = gone;
-    this.bytesOut = bytesOut;
+    this.listener = listener;
   }
 
   /** Owes a reply for a message just received. */
@@ -107,7 +110,7 @@ final class ReplyQueue {
    * exactly the {@code original} input (null: always replaced).
    */
   ProcessingResponse bodyReply(byte[] original, byte[] output, Struct metadata) {
-    bytesOut.accept(output.length);
+    listener.sent(output.length);
     if (original != null && Arrays.equals(original, output)) {
       return EnvoyMessages.body(false, null, metadata);
     }
@@ -120,13 +123,13 @@ final class ReplyQueue {
    */
   void forward(Slot slot, ByteString chunk) {
     if (giveBack.length == 0) {
-      bytesOut.accept(chunk.size());
+      listener.sent(chunk.size());
       complete(slot, EnvoyMessages.body(false, null, null));
       return;
     }
     byte[] owedNow = Bytes.concat(giveBack, BodyBytes.of(chunk));
     giveBack = Bytes.EMPTY;
-    bytesOut.accept(owedNow.length);
+    listener.sent(owedNow.length);
     complete(slot, EnvoyMessages.body(false, ByteString.copyFrom(owedNow), null));
   }
 
@@ -153,7 +156,7 @@ final class ReplyQueue {
     if (bodySlot != null) {
       // Bytes already taken for the reply come before those the filter still holds.
       byte[] owedNow = Bytes.concat(bodySlot.owed, filterHeld);
-      bytesOut.accept(owedNow.length);
+      listener.sent(owedNow.length);
       bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(owedNow), null);
     } else {
       giveBack = filterHeld;
@@ -188,7 +191,7 @@ final class ReplyQueue {
     } catch (StatusRuntimeException e) {
       // Envoy cancelled the stream (client gone) while a deferred reply was being produced: nothing
       // left to answer; the cancellation itself arrives through onError.
-      gone.run();
+      listener.gone();
     }
   }
 

@@ -24,7 +24,19 @@ class ReplyQueueTest {
   final List<ProcessingResponse> sent = new ArrayList<>();
   int gone;
   long bytesOut;
-  final ReplyQueue replies = new ReplyQueue(recorder(), () -> gone++, n -> bytesOut += n);
+  final ReplyQueue.Listener listener =
+      new ReplyQueue.Listener() {
+        @Override
+        public void sent(int bytes) {
+          bytesOut += bytes;
+        }
+
+        @Override
+        public void gone() {
+          gone++;
+        }
+      };
+  final ReplyQueue replies = new ReplyQueue(recorder(), listener);
 
   StreamObserver<ProcessingResponse> recorder() {
     return new StreamObserver<>() {
@@ -184,8 +196,7 @@ class ReplyQueueTest {
               @Override
               public void onCompleted() {}
             },
-            () -> gone++,
-            n -> {});
+            listener);
     cancelled.complete(cancelled.open(RequestCase.RESPONSE_TRAILERS), EnvoyMessages.trailers(false));
     assertThat(gone).isEqualTo(1);
 
