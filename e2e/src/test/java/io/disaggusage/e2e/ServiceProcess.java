@@ -13,7 +13,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The service as a user runs it: {@code java -jar tools/target/disagg-usage-extproc.jar} with the
+ * The service as a user runs it: {@code java -XX:SharedArchiveFile=tools/target/disagg-usage-extproc.jsa
+ * -jar tools/target/disagg-usage-extproc.jar} with the
  * classification settings the shipped Envoy bootstrap's header asks for, on its own ports. It can be
  * killed, frozen, thawed and started again on the same ports.
  */
@@ -88,6 +89,7 @@ final class ServiceProcess extends ChildProcess {
     }
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add("-XX:SharedArchiveFile=" + Tools.serviceClassArchive());
     command.add("-jar");
     command.add(Tools.serviceJar().toString());
     command.addAll(List.of("--grpc-port", Integer.toString(grpcPort), "--admin-port", Integer.toString(adminPort)));

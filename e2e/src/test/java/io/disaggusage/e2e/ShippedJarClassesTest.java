@@ -17,9 +17,15 @@ import org.junit.jupiter.api.Test;
  * what the other commands run (demo, replay, sandbox) or of the test kit is among them. (The four
  * command classes themselves are named in {@code Main}'s table; picocli only introspects them, and so
  * loads what they use, when the arguments name one.)
+ *
+ * <p>The service is started as the README starts it, with the class-data archive the build recorded
+ * beside the jar: the serving path's classes must come from that archive, or the archive does not fit
+ * the jar and the start-up it saves is lost without anyone noticing.
  */
 class ShippedJarClassesTest {
   private static final Pattern LOADED = Pattern.compile("\\] (io\\.disaggusage\\.extproc\\.[\\w.$]+) source:");
+  /** How {@code -Xlog:class+load} names a class taken from the dynamic (top) class-data archive. */
+  private static final String FROM_ARCHIVE = "source: shared objects file (top)";
 
   /** Packages only the other commands use; the serving path must not touch them. */
   private static final List<String> NOT_SERVING =
@@ -42,5 +48,9 @@ class ShippedJarClassesTest {
     assertThat(loaded).anyMatch(c -> c.startsWith("io.disaggusage.extproc.rewrite."));
     assertThat(loaded).as("classes the serving path loaded")
         .noneMatch(c -> NOT_SERVING.stream().anyMatch(c::startsWith));
+    assertThat(Files.readAllLines(classLog))
+        .as("the stream's classes came from the class-data archive built beside the jar")
+        .anyMatch(line -> line.contains(" io.disaggusage.extproc.stream.ExchangeStream " + FROM_ARCHIVE))
+        .anyMatch(line -> line.contains(" io.disaggusage.extproc.rewrite.GenerationSseRewriter " + FROM_ARCHIVE));
   }
 }

@@ -114,6 +114,15 @@ public final class Tools {
     return jar;
   }
 
+  /** The class-data archive the build records beside the shipped jar (tools/pom.xml). */
+  public static Path serviceClassArchive() {
+    Path archive = root().resolve("tools/target/disagg-usage-extproc.jsa");
+    if (!Files.isRegularFile(archive)) {
+      throw new AssertionError(archive + " is missing: mvn -B -DskipTests package records it beside the jar");
+    }
+    return archive;
+  }
+
   /** The shipped Envoy bootstrap the tests run, rewriting only ports and addresses. */
   public static Path shippedBootstrap() {
     return root().resolve("deploy/envoy/envoy.yaml");

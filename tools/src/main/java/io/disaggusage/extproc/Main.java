@@ -81,6 +81,14 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
               + " as YAML usable as --config, and exits without starting the server.")
   boolean printConfig;
 
+  @Option(
+      names = "--exit-when-ready",
+      description =
+          "Starts the server (warm-up included), and shuts it down cleanly as soon as it is ready. The"
+              + " build runs it once to record the class-data archive (-XX:ArchiveClassesAtExit); also a"
+              + " start-up check.")
+  boolean exitWhenReady;
+
   @Spec CommandSpec spec;
 
   private final Map<String, String> env;
@@ -96,7 +104,16 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
     this.onStarted = onStarted;
   }
 
+  /**
+   * Netty declares JFR events for its pooled allocator, and loading the first one has the JDK
+   * instrument it: about 0.25 s of CPU at start-up (docs/performance.md). Off unless set otherwise.
+   */
+  static final String NETTY_JFR_PROPERTY = "io.grpc.netty.shaded.io.netty.jfr.enabled";
+
   public static void main(String[] args) {
+    if (System.getProperty(NETTY_JFR_PROPERTY) == null) {
+      System.setProperty(NETTY_JFR_PROPERTY, "false");
+    }
     CommandLine commandLine = commandLine(new Main(System.getenv()), namesASubcommandOrHelp(args));
     // Output in UTF-8 whatever the platform's default charset is: replay prints response bodies as sent.
     commandLine.setOut(new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true));
@@ -182,6 +199,10 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
             });
     try {
       onStarted.accept(runtime);
+      if (exitWhenReady) {
+        log.info("ready; shutting down (--exit-when-ready)");
+        return CommandLine.ExitCode.OK;
+      }
       runtime.awaitTermination();
     } finally {
       runtime.close();

@@ -160,8 +160,29 @@ class ContainerImageTest {
             "org.opencontainers.image.version",
             "org.opencontainers.image.base.name");
     assertThat(labels.get("org.opencontainers.image.title")).isEqualTo("\"" + finalName + "\"");
-    assertThat(all("RUN")).as("the image build runs nothing").isEmpty();
     assertThat(all("ADD")).as("the image build downloads nothing").isEmpty();
+  }
+
+  /**
+   * The one thing the image build runs is the jar itself, offline, to record the class-data archive
+   * the entrypoint loads: the same start (--exit-when-ready) tools/pom.xml runs beside the jar.
+   */
+  @Test
+  void imageBuildOnlyRecordsTheClassDataArchiveTheEntrypointUses() throws Exception {
+    assertThat(all("RUN")).as("RUN steps").hasSize(1);
+    List<String> run = List.of(new ObjectMapper().readValue(last("RUN").args(), String[].class));
+    String archive = jarInImage().replaceAll("\\.jar$", ".jsa");
+    assertThat(run)
+        .as("the RUN step, exec form")
+        .containsExactly(
+            "java", "-XX:ArchiveClassesAtExit=" + archive, "-Xlog:cds=error", "-jar", jarInImage(),
+            "--exit-when-ready", "--grpc-port=0", "--admin-port=0", "--log-level=warn");
+    String[] entrypoint = new ObjectMapper().readValue(last("ENTRYPOINT").args(), String[].class);
+    assertThat(entrypoint).contains("-XX:SharedArchiveFile=" + archive);
+    String pom = Files.readString(root.resolve("tools/pom.xml"));
+    assertThat(pom)
+        .as("the build records the archive the same way")
+        .contains("<argument>--exit-when-ready</argument>", "<argument>-XX:ArchiveClassesAtExit=");
   }
 
   @Test

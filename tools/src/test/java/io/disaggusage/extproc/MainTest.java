@@ -203,6 +203,28 @@ class MainTest {
     assertThat(runtime.config().ordering().contextWait()).hasMillis(500);
   }
 
+  /** What the build runs once to record the class-data archive: start, warm up, be ready, stop, exit 0. */
+  @Test
+  void exitWhenReadyStartsTheServerAndStopsItOnceReady() {
+    AtomicReference<ServerRuntime> started = new AtomicReference<>();
+    AtomicBoolean ready = new AtomicBoolean();
+    Main main =
+        new Main(
+            Map.of(),
+            runtime -> {
+              started.set(runtime);
+              ready.set(runtime.isReady());
+            });
+
+    Run run = run(main, "--exit-when-ready", "--grpc-port=0", "--admin-port=0");
+
+    assertThat(run.exitCode()).isZero();
+    assertThat(run.err()).isEmpty();
+    assertThat(started.get()).as("the server was started").isNotNull();
+    assertThat(ready).as("ready (warmed up, serving) when it was let go").isTrue();
+    assertThat(started.get().isTerminated()).as("and stopped before the command returned").isTrue();
+  }
+
   @Test
   void printConfigPrintsTheMergedConfigurationAndStartsNothing() throws Exception {
     Path file = dir.resolve("base.yaml");
