@@ -1,6 +1,7 @@
 package io.disaggusage.bench;
 
 import io.disaggusage.bench.e2e.EndToEnd;
+import io.disaggusage.bench.envoy.EnvoyBench;
 import io.disaggusage.bench.jmh.FingerprintBench;
 import io.disaggusage.bench.jmh.GrowthBench;
 import io.disaggusage.bench.jmh.JsonBench;
@@ -37,9 +38,10 @@ import org.openjdk.jmh.annotations.Mode;
  * <pre>
  *   java -jar bench/target/disagg-usage-bench.jar            # everything, under 10 minutes on 2 cores
  *   java -jar bench/target/disagg-usage-bench.jar --quick    # a few seconds: does every part run
+ *   java -jar bench/target/disagg-usage-bench.jar envoy      # through a real Envoy (EnvoyBench), its own table
  * </pre>
  * Options: {@code --quick}, {@code --skip-e2e}, {@code --skip-jmh}, {@code --skip-memory},
- * {@code --streams K} (memory probe, default 10000).
+ * {@code --streams K} (memory probe, default 10000). After {@code envoy}, {@link EnvoyBench}'s options.
  */
 public final class BenchMain {
   private static final PrintStream err = System.err;
@@ -52,6 +54,10 @@ public final class BenchMain {
   private BenchMain() {}
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("envoy")) {
+      EnvoyBench.main(java.util.Arrays.copyOfRange(args, 1, args.length));
+      return;
+    }
     Plan plan = plan(args);
     System.out.print(run(plan));
     System.out.flush();
@@ -87,7 +93,7 @@ public final class BenchMain {
     Table t = new Table();
     t.line("# disagg-usage-extproc benchmarks");
     t.line("");
-    t.line("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs (" + cpuModel() + "), "
+    t.line("machine: " + machine() + ", "
         + System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
         + (plan.quick() ? "; QUICK MODE: numbers are meaningless" : ""));
     List<Verdict> verdicts = new ArrayList<>();
@@ -396,8 +402,11 @@ public final class BenchMain {
         Double.parseDouble(f[4]));
   }
 
-  /** The end-to-end run reads the shipped Envoy filter config: find the checkout from here upwards. */
-  private static void locateProjectRoot() {
+  /**
+   * The end-to-end runs read the shipped Envoy config (and the Envoy run the installed tools and the
+   * shipped jar): find the checkout from here upwards unless {@code project.root} says where it is.
+   */
+  public static void locateProjectRoot() {
     if (System.getProperty("project.root") != null) {
       return;
     }
@@ -411,6 +420,11 @@ public final class BenchMain {
     }
     throw new IllegalStateException("run from inside the checkout: deploy/envoy/envoy.yaml not found above "
         + Path.of("").toAbsolutePath());
+  }
+
+  /** "2 CPUs (model name)". */
+  public static String machine() {
+    return Runtime.getRuntime().availableProcessors() + " CPUs (" + cpuModel() + ")";
   }
 
   private static String cpuModel() {

@@ -110,13 +110,18 @@ public final class Bodies {
     return chunks(body, size, size, 0);
   }
 
-  private static String contentEvents(int events, long seed) {
+  /** The content events of {@link #contentOnly}, one string each: what a streaming worker writes one at a time. */
+  public static List<String> contentEventList(int events, long seed) {
     Random rnd = new Random(seed);
-    StringBuilder sb = new StringBuilder(events * 240);
+    List<String> out = new ArrayList<>(events);
     for (int i = 0; i < events; i++) {
-      sb.append(Wire.chunk(WORDS[rnd.nextInt(WORDS.length)]));
+      out.add(Wire.chunk(WORDS[rnd.nextInt(WORDS.length)]));
     }
-    return sb.toString();
+    return out;
+  }
+
+  private static String contentEvents(int events, long seed) {
+    return String.join("", contentEventList(events, seed));
   }
 
   private static String logprob(Random rnd) {

@@ -2,9 +2,11 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.ScenarioVectors;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.emulator.envoy.DisaggFlows;

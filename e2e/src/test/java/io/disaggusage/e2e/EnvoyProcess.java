@@ -1,7 +1,8 @@
 package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.disaggusage.e2e.ShippedBootstrap.Topology;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
+import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

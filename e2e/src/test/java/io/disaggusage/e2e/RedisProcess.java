@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.FreePorts;
 import java.time.Duration;
 import java.util.List;
 

@@ -2,7 +2,8 @@ package io.disaggusage.e2e;
 
 import io.disaggusage.e2e.PodLocalBootstrap.Pod;
 import io.disaggusage.e2e.PodLocalBootstrap.Role;
-import io.disaggusage.e2e.ShippedBootstrap.Topology;
+import io.disaggusage.extproc.testkit.FreePorts;
+import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import io.disaggusage.extproc.emulator.workers.WorkerStartException;
 import io.disaggusage.extproc.emulator.workers.EngineWorker;
 import io.disaggusage.extproc.emulator.workers.WorkerSpec;

@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.FreePorts;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -3,6 +3,8 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.testkit.FreePorts;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,8 +16,8 @@ import java.util.regex.Pattern;
 
 /**
  * The service as a user runs it: {@code java -XX:SharedArchiveFile=tools/target/disagg-usage-extproc.jsa
- * -jar tools/target/disagg-usage-extproc.jar} with the
- * classification settings the shipped Envoy bootstrap's header asks for, on its own ports. It can be
+ * -jar tools/target/disagg-usage-extproc.jar} with the classification settings the shipped Envoy
+ * bootstrap's header asks for ({@link ShippedBootstrap#SERVICE_SETTINGS}), on its own ports. It can be
  * killed, frozen, thawed and started again on the same ports.
  */
 final class ServiceProcess extends ChildProcess {
@@ -28,10 +30,6 @@ final class ServiceProcess extends ChildProcess {
       java.util.regex.Pattern.compile("exchange phase=(\\S+) outcome=(\\S+) key=(\\S+) model=(\\S+) ");
   /** The model of the flows the service runs through itself at start-up (warm-up), which {@link #keys} skips. */
   private static final String WARMUP_MODEL = "warmup";
-
-  /** The settings {@code deploy/envoy/envoy.yaml} names in its header comment. */
-  static final List<String> SHIPPED_ENVOY_SETTINGS =
-      List.of("--set", "classification.context_clusters=context", "--set", "classification.generation_clusters=generation");
 
   private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+|JAVA_TOOL_OPTIONS)=(.*)");
 
@@ -61,7 +59,7 @@ final class ServiceProcess extends ChildProcess {
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
-    List<String> settings = new ArrayList<>(SHIPPED_ENVOY_SETTINGS);
+    List<String> settings = new ArrayList<>(ShippedBootstrap.SERVICE_SETTINGS);
     Map<String, String> environment = new TreeMap<>();
     for (String setting : extra) {
       Matcher variable = VARIABLE.matcher(setting);

@@ -1,6 +1,7 @@
 package io.disaggusage.e2e;
 
-import io.disaggusage.e2e.ShippedBootstrap.Topology;
+import io.disaggusage.extproc.testkit.FreePorts;
+import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,29 +1,22 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.InstalledTools;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 
 /**
- * Where the end-to-end suite finds the programs it starts. {@code scripts/install-test-tools} installs
- * them, pinned, under the git-ignored {@code .tools/bin}; a missing one fails the test that needs it with
- * the command that installs it — never a skip.
+ * Where the end-to-end suite finds the programs it starts: {@link InstalledTools} (shared with the
+ * benchmarks) plus what only this suite starts. A missing one fails the test that needs it with the
+ * command that installs it — never a skip.
  */
 public final class Tools {
-  private static final String INSTALL =
-      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar and"
-          + " redis-server into .tools/)";
-
   private Tools() {}
 
   /** The repository root (the parent of the e2e module). */
   public static Path root() {
-    String root = System.getProperty("project.root");
-    if (root == null) {
-      return Path.of("..").toAbsolutePath().normalize();
-    }
-    return Path.of(root).toAbsolutePath().normalize();
+    return InstalledTools.root();
   }
 
   /**
@@ -62,12 +55,7 @@ public final class Tools {
 
   /** The Envoy binary of {@code release}. */
   public static Path envoy(String release) {
-    // the same override deploy-validation reads: ENVOY_BINARY_1_40_0=/path/to/envoy
-    String binary = System.getenv("ENVOY_BINARY_" + release.replace('.', '_'));
-    if (binary != null && !binary.isBlank()) {
-      return executable(Path.of(binary), "Envoy " + release);
-    }
-    return installed("envoy-" + release, "Envoy " + release);
+    return InstalledTools.envoy(release);
   }
 
   /** The Python of the virtualenv holding the official OpenAI and Anthropic SDKs. */
@@ -107,20 +95,12 @@ public final class Tools {
 
   /** The service as shipped: the jar {@code mvn package} builds. */
   public static Path serviceJar() {
-    Path jar = root().resolve("tools/target/disagg-usage-extproc.jar");
-    if (!Files.isRegularFile(jar)) {
-      throw new AssertionError(jar + " is missing: build it with mvn -B -DskipTests package (mvn verify builds it first)");
-    }
-    return jar;
+    return InstalledTools.serviceJar();
   }
 
   /** The class-data archive the build records beside the shipped jar (tools/pom.xml). */
   public static Path serviceClassArchive() {
-    Path archive = root().resolve("tools/target/disagg-usage-extproc.jsa");
-    if (!Files.isRegularFile(archive)) {
-      throw new AssertionError(archive + " is missing: mvn -B -DskipTests package records it beside the jar");
-    }
-    return archive;
+    return InstalledTools.serviceClassArchive();
   }
 
   /** The shipped Envoy bootstrap the tests run, rewriting only ports and addresses. */
@@ -139,24 +119,11 @@ public final class Tools {
     return dir;
   }
 
-  private static Path installed(String name, String what) {
-    Path override = envOverride(name);
-    return executable(override != null ? override : root().resolve(".tools/bin").resolve(name), what);
-  }
-
-  private static Path executable(Path path, String what) {
-    if (!Files.isExecutable(path)) {
-      throw new AssertionError(what + " is not installed (" + path + "): " + INSTALL);
-    }
-    return path;
-  }
-
   /**
    * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER and E2E_PD_SIDECAR
    * point a test at a program installed elsewhere.
    */
-  private static Path envOverride(String name) {
-    String value = System.getenv("E2E_" + name.toUpperCase(java.util.Locale.ROOT).replaceAll("[^A-Z0-9]", "_"));
-    return value == null || value.isBlank() ? null : Path.of(value);
+  private static Path installed(String name, String what) {
+    return InstalledTools.installed(name, what);
   }
 }

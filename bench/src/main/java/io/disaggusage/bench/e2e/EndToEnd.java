@@ -36,14 +36,16 @@ public final class EndToEnd {
   public static final int CONTENT_EVENTS = 300;
   public static final String CONTEXT_CLUSTER = "context-pool";
   public static final String GENERATION_CLUSTER = "generation-pool";
-  private static final String PATH = "/v1/chat/completions";
+  public static final String PATH = "/v1/chat/completions";
   private static final String PROMPT =
       "[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},"
           + "{\"role\":\"user\",\"content\":\"What is the capital of France? Answer in detail.\"}]";
-  private static final String CONTEXT_REQUEST =
+  /** A vLLM prefill request: {@code kv_transfer_params.do_remote_decode}, one token, JSON. */
+  public static final String CONTEXT_REQUEST =
       "{\"model\":\"" + Wire.MODEL + "\",\"messages\":" + PROMPT
           + ",\"max_tokens\":1,\"stream\":false,\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false}}";
-  private static final String GENERATION_REQUEST =
+  /** The matching vLLM decode request: the same prompt, {@code do_remote_prefill}, streamed with usage. */
+  public static final String GENERATION_REQUEST =
       "{\"model\":\"" + Wire.MODEL + "\",\"messages\":" + PROMPT
           + ",\"max_tokens\":300,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
           + "\"kv_transfer_params\":{\"do_remote_decode\":false,\"do_remote_prefill\":true,"

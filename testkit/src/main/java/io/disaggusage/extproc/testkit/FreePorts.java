@@ -1,4 +1,4 @@
-package io.disaggusage.e2e;
+package io.disaggusage.extproc.testkit;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -6,7 +6,8 @@ import java.net.ServerSocket;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Ports nobody listens on, for processes that must be told their port before they start.
+ * Ports nobody listens on, for processes that must be told their port before they start (the e2e suite's
+ * and the benchmarks' Envoys and services).
  *
  * <p>They come from below Linux's ephemeral range (32768–60999 by default): a port the kernel handed
  * out as "free" from that range can become the source port of some outgoing connection before the
@@ -15,7 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * a port counts as free only when it can be bound on every address, so one listening on any loopback
  * address (pod-local Envoys use 127.0.0.2) is skipped.
  */
-final class FreePorts {
+public final class FreePorts {
   private static final int LOW = 20_000;
   private static final int HIGH = 32_000;
   private static final AtomicInteger NEXT =
@@ -23,7 +24,7 @@ final class FreePorts {
 
   private FreePorts() {}
 
-  static int next() {
+  public static int next() {
     for (int tries = 0; tries < HIGH - LOW; tries++) {
       int port = LOW + Math.floorMod(NEXT.getAndIncrement(), HIGH - LOW);
       if (free(port)) {

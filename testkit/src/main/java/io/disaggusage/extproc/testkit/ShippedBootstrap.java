@@ -1,27 +1,33 @@
-package io.disaggusage.e2e;
+package io.disaggusage.extproc.testkit;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.disaggusage.extproc.driver.FilterConfigs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.List;
 
 /**
- * {@code deploy/envoy/envoy.yaml} as a test runs it: only the admin port, the two listeners' addresses
- * and the endpoints of the three clusters change. Everything a user deploys — filter settings, timeouts,
- * health checks, access log — is the shipped file's. A shape the rewrite does not expect fails loudly,
- * so the test cannot silently run a config other than the shipped one.
+ * {@code deploy/envoy/envoy.yaml} as a test or a benchmark runs it: only the admin port, the two listeners'
+ * addresses and the endpoints of the three clusters change. Everything a user deploys — filter settings,
+ * timeouts, health checks, access log — is the shipped file's. A shape the rewrite does not expect fails
+ * loudly, so nobody silently runs a config other than the shipped one. Shared by the e2e suite and the
+ * bench module's run through real Envoy, so both measure and test the same derivation.
  */
-final class ShippedBootstrap {
-  static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
-  static final String LOOPBACK = "127.0.0.1";
+public final class ShippedBootstrap {
+  public static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  public static final String LOOPBACK = "127.0.0.1";
+
+  /** The service settings {@code deploy/envoy/envoy.yaml} names in its header comment (its cluster names). */
+  public static final List<String> SERVICE_SETTINGS =
+      List.of("--set", "classification.context_clusters=context", "--set", "classification.generation_clusters=generation");
 
   /** The ports a test assigns; each worker and service list becomes the cluster's endpoints. */
-  record Topology(
+  public record Topology(
       int adminPort,
       int contextListener,
       int generationListener,
@@ -31,7 +37,7 @@ final class ShippedBootstrap {
 
   private ShippedBootstrap() {}
 
-  static ObjectNode rewrite(Path shipped, Topology topology) {
+  public static ObjectNode rewrite(Path shipped, Topology topology) {
     ObjectNode root;
     try {
       root = (ObjectNode) YAML.readTree(shipped.toFile());
@@ -48,7 +54,34 @@ final class ShippedBootstrap {
     return root;
   }
 
-  static String yaml(JsonNode bootstrap) {
+  /**
+   * The bootstrap without the ext_proc HTTP filter on either listener: the same Envoy with nothing
+   * between it and the workers, the floor a benchmark measures the filter's cost against. The service's
+   * cluster stays (unused), so nothing else differs.
+   */
+  public static ObjectNode withoutExtProc(ObjectNode bootstrap) {
+    ObjectNode copy = bootstrap.deepCopy();
+    int removed = 0;
+    for (JsonNode listener : copy.path("static_resources").path("listeners")) {
+      for (JsonNode chain : listener.path("filter_chains")) {
+        for (JsonNode filter : chain.path("filters")) {
+          java.util.Iterator<JsonNode> httpFilters = filter.path("typed_config").path("http_filters").elements();
+          while (httpFilters.hasNext()) {
+            if (FilterConfigs.FILTER_NAME.equals(httpFilters.next().path("name").asText())) {
+              httpFilters.remove();
+              removed++;
+            }
+          }
+        }
+      }
+    }
+    if (removed == 0) {
+      throw new AssertionError("the shipped bootstrap has no " + FilterConfigs.FILTER_NAME + " filter to remove");
+    }
+    return copy;
+  }
+
+  public static String yaml(JsonNode bootstrap) {
     try {
       return YAML.writeValueAsString(bootstrap);
     } catch (IOException e) {
@@ -56,7 +89,7 @@ final class ShippedBootstrap {
     }
   }
 
-  static ObjectNode named(JsonNode parent, String list, String name) {
+  public static ObjectNode named(JsonNode parent, String list, String name) {
     for (JsonNode item : parent.path(list)) {
       if (name.equals(item.path("name").asText())) {
         return (ObjectNode) item;
@@ -72,7 +105,7 @@ final class ShippedBootstrap {
   }
 
   /** The {@code socket_address} of an {@code address}; another shape fails. */
-  static ObjectNode socketAddress(JsonNode address) {
+  public static ObjectNode socketAddress(JsonNode address) {
     if (!(address.path("socket_address") instanceof ObjectNode socket)) {
       throw new AssertionError("expected a socket_address in " + address);
     }
@@ -80,7 +113,7 @@ final class ShippedBootstrap {
   }
 
   /** Replaces the cluster's one endpoint by one per port on {@code address}; another shape fails. */
-  static void endpoints(ObjectNode cluster, String address, List<Integer> ports) {
+  public static void endpoints(ObjectNode cluster, String address, List<Integer> ports) {
     JsonNode localities = cluster.path("load_assignment").path("endpoints");
     if (localities.size() != 1 || localities.get(0).path("lb_endpoints").size() != 1) {
       throw new AssertionError("expected one locality with one endpoint in cluster " + cluster.path("name"));

@@ -1,0 +1,157 @@
+package io.disaggusage.bench.envoy;
+
+import io.disaggusage.bench.BenchMain;
+import io.disaggusage.extproc.testkit.InstalledTools;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * The service measured as a user feels it (issue 18): closed-loop vLLM P/D flows from a Netty client
+ * through a real Envoy on the shipped bootstrap, to Netty workers, with (a) no ext_proc filter, (b) a
+ * null processor and (c) the shipped jar, taking turns in one run. Prints a Markdown table to stdout,
+ * progress to stderr.
+ *
+ * <pre>
+ *   java -jar bench/target/disagg-usage-bench.jar envoy            # the full run, about 12 minutes on 2 cores
+ *   java -jar bench/target/disagg-usage-bench.jar envoy --quick    # under a minute: does everything work
+ * </pre>
+ * Options: {@link EnvoyBenchOptions}. Exit status 0, 1 when a flow had a problem (listed on stderr and in
+ * the table), 2 when Envoy or the jar is missing or an option is wrong.
+ */
+public final class EnvoyBench {
+  /** One delay and concurrency: the best run of each setup. */
+  record Cell(Duration delay, int concurrency, Map<Setup, RunStats> best) {}
+
+  /**
+   * Everything the table shows. {@code firstRuns}: each setup's first run after start, at the first cell,
+   * kept apart from the measured rounds with its own {@code firstRunProblems}.
+   */
+  record Result(
+      EnvoyBenchOptions options, Map<Setup, RunStats> firstRuns, Map<String, Long> firstRunProblems, List<Cell> cells,
+      Map<Setup, Long> idleRss, Map<String, Long> problems, Duration elapsed, Path logs) {
+    long problemCount() {
+      return problems.values().stream().mapToLong(Long::longValue).sum();
+    }
+  }
+
+  private EnvoyBench() {}
+
+  public static void main(String[] args) throws Exception {
+    EnvoyBenchOptions options;
+    try {
+      options = EnvoyBenchOptions.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+      return;
+    }
+    try {
+      Result result = run(options, System.err::println);
+      System.out.print(EnvoyBenchReport.render(result));
+      System.out.flush();
+      System.exit(result.problemCount() == 0 ? 0 : 1);
+    } catch (AssertionError missing) {
+      // InstalledTools: no Envoy (run scripts/install-test-tools) or no jar (build it)
+      System.err.println(missing.getMessage());
+      System.exit(2);
+    }
+  }
+
+  /** Starts everything, runs every cell, stops everything. */
+  static Result run(EnvoyBenchOptions o, Consumer<String> log) throws Exception {
+    BenchMain.locateProjectRoot();
+    long begin = System.nanoTime();
+    Path logs = logs();
+    log.accept(String.format(Locale.ROOT, "through real Envoy: %d delays x %d concurrencies x %d rounds x %d setups,"
+            + " about %d s plus start-up; process logs in %s", o.delays().size(), o.concurrency().length, o.rounds(),
+        Setup.values().length, o.estimate().toSeconds(), logs));
+    FlowBodies bodies = new FlowBodies(o.events());
+    // one client thread: the client reads a few chunks per flow, far less than Envoy does
+    EventLoopGroup clientLoops =
+        new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("bench-client", true), NioIoHandler.newFactory());
+    Map<String, Long> problems = new TreeMap<>();
+    Map<String, Long> firstRunProblems = new TreeMap<>();
+    Map<Setup, RunStats> firstRuns = new EnumMap<>(Setup.class);
+    List<Cell> cells = new ArrayList<>();
+    try (BenchStack stack = BenchStack.start(bodies, logs, log)) {
+      FlowLoad load = new FlowLoad(stack, clientLoops, bodies);
+      // Every process is fresh here (the JIT has compiled little, the null processor has no warm-up of its
+      // own): one run each, shown apart, so the measured rounds compare warmed-up setups.
+      log.accept("first run of each setup after start (shown apart from the measured rounds)");
+      for (Setup setup : Setup.values()) {
+        RunStats run = load.run(setup, o.concurrency()[0], o.delays().get(0), o.warmup(), o.duration(),
+            found -> collect(found, setup, firstRunProblems, log));
+        log.accept(progress(o.delays().get(0), o.concurrency()[0], -1, setup, run));
+        firstRuns.put(setup, run);
+      }
+      for (Duration delay : o.delays()) {
+        for (int concurrency : o.concurrency()) {
+          Map<Setup, RunStats> best = new EnumMap<>(Setup.class);
+          for (int round = 0; round < o.rounds(); round++) {
+            List<Setup> order = new ArrayList<>(List.of(Setup.values()));
+            if (round % 2 == 1) {
+              Collections.reverse(order);
+            }
+            for (Setup setup : order) {
+              RunStats run = load.run(setup, concurrency, delay, o.warmup(), o.duration(),
+                  found -> collect(found, setup, problems, log));
+              log.accept(progress(delay, concurrency, round, setup, run));
+              best.merge(setup, run, RunStats::best);
+            }
+          }
+          cells.add(new Cell(delay, concurrency, best));
+        }
+      }
+      return new Result(o, firstRuns, firstRunProblems, cells, Map.of(Setup.NULL, stack.idleRss(Setup.NULL), Setup.SERVICE, stack.idleRss(Setup.SERVICE)),
+          problems, Duration.ofNanos(System.nanoTime() - begin), logs);
+    } finally {
+      clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
+   * The children's logs and Envoy's bootstraps: {@code bench/target/envoy-bench-logs}, emptied first, so the
+   * last run's stay for a post-mortem and nothing piles up.
+   */
+  private static Path logs() throws java.io.IOException {
+    Path dir = InstalledTools.root().resolve("bench/target/envoy-bench-logs");
+    if (Files.isDirectory(dir)) {
+      try (var old = Files.list(dir)) {
+        for (Path f : old.toList()) {
+          Files.delete(f);
+        }
+      }
+    }
+    return Files.createDirectories(dir);
+  }
+
+  private static void collect(Map<String, Long> found, Setup setup, Map<String, Long> into, Consumer<String> log) {
+    found.forEach((k, v) -> into.merge(setup.title() + ": " + k, v, Long::sum));
+    if (!found.isEmpty()) {
+      log.accept("    problems: " + found);
+    }
+  }
+
+  /** A run's line on stderr; round -1 is the first run after start. */
+  private static String progress(Duration delay, int concurrency, int round, Setup setup, RunStats r) {
+    return String.format(Locale.ROOT, "  %2d ms, %3d flows, %-7s %-25s %7.1f flows/s, TTFT p99 %s, gap p99 %s,"
+            + " CPU/flow Envoy %s ext_proc %s, checked %d, problems %d",
+        delay.toMillis(), concurrency, round < 0 ? "first," : "round " + (round + 1) + ",", setup.title() + ":", r.flowsPerSecond(), EnvoyBenchReport.time(r.ttftP99()),
+        EnvoyBenchReport.time(r.gapP99()), EnvoyBenchReport.time(r.envoyCpuPerFlow()),
+        setup.extProc() ? EnvoyBenchReport.time(r.extProcCpuPerFlow()) : "-", r.checked(), r.problems());
+  }
+}

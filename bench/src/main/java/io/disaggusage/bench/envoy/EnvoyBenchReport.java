@@ -1,0 +1,179 @@
+package io.disaggusage.bench.envoy;
+
+import io.disaggusage.bench.BenchMain;
+import io.disaggusage.bench.envoy.EnvoyBench.Cell;
+import io.disaggusage.bench.envoy.EnvoyBench.Result;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+
+/** The Markdown the run prints: per-setup numbers, the (c)-against-(b) ratios, memory, correctness. */
+final class EnvoyBenchReport {
+  private EnvoyBenchReport() {}
+
+  static String render(Result r) {
+    EnvoyBenchOptions o = r.options();
+    StringBuilder md = new StringBuilder();
+    md.append("# Through a real Envoy\n\n");
+    md.append(String.format(Locale.ROOT, "Envoy %s on the shipped deploy/envoy/envoy.yaml (Envoy's default worker"
+            + " threads), %s, %s %s%s.%n", EnvoyChild.RELEASE, BenchMain.machine(), System.getProperty("java.vm.name"),
+        System.getProperty("java.runtime.version"), o.quick() ? "; QUICK RUN: the numbers mean nothing" : ""));
+    md.append(String.format(Locale.ROOT, "A flow: a vLLM prefill leg (JSON with usage) through the context listener,"
+            + " then the decode leg through the generation listener streaming %d content events, the usage event and"
+            + " [DONE]; closed loop. Best of %d runs per setup and cell (setups take turns, the order reversed every"
+            + " other round), %d s windows after %s s of warm-up (with a delay, plus one whole flow).%n",
+        o.events(), o.rounds(), o.duration().toSeconds(), seconds(o.warmup())));
+    md.append("TTFT: from writing the decode request to the first socket read that brings body bytes; gap: between"
+        + " two such reads of one response; both at the client. CPU per completed flow from /proc/<pid>/stat:"
+        + " Envoy, the ext_proc process, and the benchmark's own JVM (client and both workers).\n");
+    firstRuns(md, r);
+    for (Duration delay : o.delays()) {
+      md.append(String.format(Locale.ROOT, "%n## Inter-token delay %d ms%n%n", delay.toMillis()));
+      md.append("| flows open | setup | flows/s | TTFT p50 | TTFT p99 | gap p50 | gap p99 | Envoy CPU/flow"
+          + " | ext_proc CPU/flow | client+workers CPU/flow |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      for (Cell cell : r.cells()) {
+        if (!cell.delay().equals(delay)) {
+          continue;
+        }
+        for (Map.Entry<Setup, RunStats> e : cell.best().entrySet()) {
+          RunStats s = e.getValue();
+          md.append(String.format(Locale.ROOT, "| %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |%n",
+              cell.concurrency(), e.getKey().title(), s.flowsPerSecond(), time(s.ttftP50()), time(s.ttftP99()),
+              time(s.gapP50()), time(s.gapP99()), time(s.envoyCpuPerFlow()),
+              e.getKey().extProc() ? time(s.extProcCpuPerFlow()) : "-", time(s.benchCpuPerFlow())));
+        }
+      }
+    }
+    ratios(md, r);
+    memory(md, r);
+    correctness(md, r);
+    md.append(String.format(Locale.ROOT, "%ntotal time: %d s%n", r.elapsed().toSeconds()));
+    return md.toString();
+  }
+
+  /** Each setup's first run after start against its best at the same cell. */
+  private static void firstRuns(StringBuilder md, Result r) {
+    Cell first = r.cells().get(0);
+    md.append(String.format(Locale.ROOT, "%n## First run after start%n%nEach setup's first run (%d ms delay, %d flows"
+            + " open) right after the processes started, before the measured rounds and not part of them: what a"
+            + " fresh process costs (JIT; the null processor has no warm-up of its own). Its problems are listed here"
+            + " only.%n%n| setup | flows/s first / best | TTFT p99 first / best | gap p99 first / best | problems |%n"
+            + "|---|---|---|---|---|%n", first.delay().toMillis(), first.concurrency()));
+    for (Map.Entry<Setup, RunStats> e : r.firstRuns().entrySet()) {
+      RunStats f = e.getValue();
+      RunStats b = first.best().get(e.getKey());
+      md.append(String.format(Locale.ROOT, "| %s | %.0f / %.0f | %s / %s | %s / %s | %d |%n", e.getKey().title(),
+          f.flowsPerSecond(), b.flowsPerSecond(), time(f.ttftP99()), time(b.ttftP99()), time(f.gapP99()),
+          time(b.gapP99()), f.problems()));
+    }
+    r.firstRunProblems().forEach((k, v) -> md.append("\n- first run, ").append(k).append(": ").append(v));
+    if (!r.firstRunProblems().isEmpty()) {
+      md.append('\n');
+    }
+  }
+
+  private static void ratios(StringBuilder md, Result r) {
+    md.append("\n## (c) against (b)\n\n");
+    md.append("flows/s: (c) / (b). TTFT and gap p99: what (c) adds over (a) divided by what (b) adds over (a),"
+        + " ((c) − (a)) / ((b) − (a)); n/a where (b) adds less than 2 % of (a), none where (c) adds nothing."
+        + " CPU per flow: (c) / (b).\n\n");
+    md.append("| delay | flows open | flows/s (c)/(b) | TTFT p99 added (c)/(b) | gap p99 added (c)/(b)"
+        + " | ext_proc CPU/flow (c)/(b) | Envoy CPU/flow (c)/(b) |\n|---|---|---|---|---|---|---|\n");
+    for (Cell cell : r.cells()) {
+      RunStats a = cell.best().get(Setup.BARE);
+      RunStats b = cell.best().get(Setup.NULL);
+      RunStats c = cell.best().get(Setup.SERVICE);
+      md.append(String.format(Locale.ROOT, "| %d ms | %d | %.2f | %s | %s | %.2f | %.2f |%n",
+          cell.delay().toMillis(), cell.concurrency(), c.flowsPerSecond() / b.flowsPerSecond(),
+          added(a.ttftP99(), b.ttftP99(), c.ttftP99()), added(a.gapP99(), b.gapP99(), c.gapP99()),
+          c.extProcCpuPerFlow() / b.extProcCpuPerFlow(), c.envoyCpuPerFlow() / b.envoyCpuPerFlow()));
+    }
+  }
+
+  /**
+   * ((c) − (a)) / ((b) − (a)); "n/a" when (b)'s addition is within noise of nothing, "none" when (c) adds
+   * nothing over (a).
+   */
+  static String added(long a, long b, long c) {
+    if (b - a < Math.max(1, a / 50)) {
+      return "n/a";
+    }
+    if (c <= a) {
+      return "none";
+    }
+    return String.format(Locale.ROOT, "%.2f", (c - a) / (double) (b - a));
+  }
+
+  private static void memory(StringBuilder md, Result r) {
+    Cell widest = null;
+    for (Cell cell : r.cells()) {
+      if (widest == null || cell.delay().compareTo(widest.delay()) > 0
+          || (cell.delay().equals(widest.delay()) && cell.concurrency() > widest.concurrency())) {
+        widest = cell;
+      }
+    }
+    md.append(String.format(Locale.ROOT, "%n## ext_proc resident memory per open stream%n%n"
+            + "RSS of the ext_proc process at the end of the %d ms, %d-flow window (every flow mid-stream) minus its"
+            + " RSS idle (ready and healthy in Envoy, before any flow), divided by %d; lower of the runs. An upper"
+            + " bound: the JVM's heap grows with the whole run's garbage, not only with open streams. The last"
+            + " column counts from the RSS just before that run instead (the heap already grown).%n%n",
+        widest.delay().toMillis(), widest.concurrency(), widest.concurrency()));
+    md.append("| process | RSS idle | RSS before that run | RSS at the window's end | per open stream |"
+        + " per open stream, from before that run |\n|---|---|---|---|---|---|\n");
+    for (Setup setup : new Setup[] {Setup.NULL, Setup.SERVICE}) {
+      RunStats s = widest.best().get(setup);
+      long idle = r.idleRss().get(setup);
+      md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s |%n", setup.title(), mib(idle),
+          mib(s.rssBefore()), mib(s.rssAtEnd()), kib((s.rssAtEnd() - idle) / (double) widest.concurrency()),
+          kib((s.rssAtEnd() - s.rssBefore()) / (double) widest.concurrency())));
+    }
+  }
+
+  private static void correctness(StringBuilder md, Result r) {
+    md.append("\n## Correctness: every generation response of the measured rounds checked\n\n"
+        + "| setup | checked | as expected | problems |\n|---|---|---|---|\n");
+    for (Setup setup : Setup.values()) {
+      long checked = 0;
+      long expected = 0;
+      long problems = 0;
+      for (Cell cell : r.cells()) {
+        RunStats s = cell.best().get(setup);
+        checked += s.checked();
+        expected += s.asExpected();
+        problems += s.problems();
+      }
+      md.append(String.format(Locale.ROOT, "| %s | %d | %d %s | %d |%n", setup.title(), checked, expected,
+          setup == Setup.SERVICE ? "corrected" : "untouched", problems));
+    }
+    if (!r.problems().isEmpty()) {
+      md.append("\nProblems (process logs in ").append(r.logs()).append("):\n\n");
+      r.problems().forEach((k, v) -> md.append("- ").append(k).append(": ").append(v).append('\n'));
+    }
+  }
+
+  /** A duration in the unit that keeps two or three digits; "-" for none (no sample). */
+  static String time(double nanos) {
+    if (nanos <= 0) {
+      return "-";
+    }
+    if (nanos < 1e6) {
+      return String.format(Locale.ROOT, "%.0f us", nanos / 1e3);
+    }
+    if (nanos < 1e7) {
+      return String.format(Locale.ROOT, "%.2f ms", nanos / 1e6);
+    }
+    return String.format(Locale.ROOT, nanos < 1e8 ? "%.1f ms" : "%.0f ms", nanos / 1e6);
+  }
+
+  private static String seconds(Duration d) {
+    return String.format(Locale.ROOT, "%.1f", d.toMillis() / 1000.0);
+  }
+
+  private static String mib(long bytes) {
+    return String.format(Locale.ROOT, "%.0f MiB", bytes / (1024.0 * 1024));
+  }
+
+  private static String kib(double bytes) {
+    return String.format(Locale.ROOT, "%.0f KiB", bytes / 1024);
+  }
+}

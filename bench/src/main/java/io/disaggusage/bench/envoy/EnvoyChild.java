@@ -1,0 +1,94 @@
+package io.disaggusage.bench.envoy;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.InstalledTools;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
+import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
+import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * A real Envoy on the shipped bootstrap as the e2e suite derives it ({@link ShippedBootstrap#rewrite}: only
+ * ports and endpoints change), without the ext_proc filter for {@link Setup#BARE}. Envoy's own defaults
+ * otherwise (as many worker threads as cores, info log level); the shipped stdout access log is written
+ * and discarded, so each request costs Envoy the formatting a user pays for.
+ */
+final class EnvoyChild extends ChildProcess {
+  /** The release the benchmark runs: the newest one the project pins. */
+  static final String RELEASE = "1.40.0";
+  private static final String HEALTHY_STAT = "cluster.disagg_usage_extproc.membership_healthy";
+  /** The filter's counters of exchanges that went past the processor (fail-open) or broke. */
+  private static final List<String> FAILURE_COUNTERS =
+      List.of("message_timeouts", "failure_mode_allowed", "streams_failed", "spurious_msgs_received");
+
+  private final Topology topology;
+
+  private EnvoyChild(Setup setup, Topology topology, Path config, Path dir) {
+    super("Envoy " + RELEASE + " " + setup.title(),
+        List.of(InstalledTools.envoy(RELEASE).toString(), "-c", config.toString(), "--disable-hot-restart"),
+        null, dir.resolve("envoy-" + setup.key + ".log"));
+    this.topology = topology;
+  }
+
+  /** Starts Envoy for {@code setup} and waits until its admin says it is ready. */
+  static EnvoyChild start(Setup setup, Topology topology, Path dir) {
+    ObjectNode bootstrap = ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology);
+    if (!setup.extProc()) {
+      bootstrap = ShippedBootstrap.withoutExtProc(bootstrap);
+    }
+    Path config = dir.resolve("envoy-" + setup.key + ".yaml");
+    try {
+      Files.writeString(config, ShippedBootstrap.yaml(bootstrap));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    EnvoyChild envoy = new EnvoyChild(setup, topology, config, dir);
+    try {
+      envoy.await("admin /ready", Duration.ofSeconds(30), () -> get(topology.adminPort(), "/ready") != null);
+      return envoy;
+    } catch (RuntimeException e) {
+      envoy.close();
+      throw e;
+    }
+  }
+
+  int contextPort() {
+    return topology.contextListener();
+  }
+
+  int generationPort() {
+    return topology.generationListener();
+  }
+
+  /**
+   * The ext_proc filter's failure counters so far, summed over both listeners (all 0 without the filter):
+   * a message timeout lets the exchange through unprocessed, so a slow processor shows here.
+   */
+  Map<String, Long> extProcFailures() {
+    Map<String, Long> sums = new TreeMap<>();
+    String stats = get(topology.adminPort(), "/stats?filter=ext_proc");
+    for (String line : stats == null ? new String[0] : stats.split("\n")) {
+      int colon = line.lastIndexOf(": ");
+      String counter = colon < 0 ? "" : line.substring(line.lastIndexOf('.', colon) + 1, colon);
+      if (FAILURE_COUNTERS.contains(counter)) {
+        sums.merge(counter, Long.parseLong(line.substring(colon + 2).trim()), Long::sum);
+      }
+    }
+    return sums;
+  }
+
+  /** Waits until Envoy's active health check has passed the ext_proc host (the shipped cluster checks it). */
+  void awaitExtProcHealthy(Duration timeout) {
+    await("healthy ext_proc host", timeout, () -> {
+      String stats = get(topology.adminPort(), "/stats?filter=" + HEALTHY_STAT);
+      return stats != null && stats.lines().anyMatch(line -> line.trim().equals(HEALTHY_STAT + ": 1"));
+    });
+  }
+}

@@ -1,0 +1,74 @@
+package io.disaggusage.bench.envoy;
+
+import io.disaggusage.extproc.testkit.FreePorts;
+import io.disaggusage.extproc.testkit.InstalledTools;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * An ext_proc server in a JVM of its own, so Envoy reaches it over loopback TCP as in a deployment and
+ * its CPU and memory are its own: the shipped jar as a user starts it, or the null processor. Both run
+ * on the same {@code java} as the benchmark, with the JVM's default flags.
+ */
+final class ExtProcChild extends ChildProcess {
+  final int grpcPort;
+
+  private ExtProcChild(String name, List<String> command, Path log, int grpcPort) {
+    super(name, command, log, log);
+    this.grpcPort = grpcPort;
+  }
+
+  /**
+   * The service as the README starts it ({@code java -XX:SharedArchiveFile=tools/target/disagg-usage-extproc.jsa
+   * -jar tools/target/disagg-usage-extproc.jar}) with the settings {@code deploy/envoy/envoy.yaml} names, once
+   * its {@code /readyz} says ready (warm-up done, gRPC health SERVING).
+   */
+  static ExtProcChild service(Path dir) {
+    int grpc = FreePorts.next();
+    int admin = FreePorts.next();
+    List<String> command = new ArrayList<>(List.of(java(),
+        "-XX:SharedArchiveFile=" + InstalledTools.serviceClassArchive(), "-jar", InstalledTools.serviceJar().toString(),
+        "--grpc-port", Integer.toString(grpc), "--admin-port", Integer.toString(admin)));
+    command.addAll(ShippedBootstrap.SERVICE_SETTINGS);
+    ExtProcChild child = new ExtProcChild("the service", command, dir.resolve("service.log"), grpc);
+    return started(child, () -> get(admin, "/readyz") != null, "/readyz");
+  }
+
+  /** {@link NullProcessorServer} on this benchmark's class path, once it accepts connections. */
+  static ExtProcChild nullProcessor(Path dir) {
+    int grpc = FreePorts.next();
+    List<String> command = List.of(java(), "-cp", System.getProperty("java.class.path"),
+        NullProcessorServer.class.getName(), Integer.toString(grpc));
+    ExtProcChild child = new ExtProcChild("the null processor", command, dir.resolve("null-processor.log"), grpc);
+    return started(child, () -> accepts(grpc), "a listening port");
+  }
+
+  private static ExtProcChild started(ExtProcChild child, java.util.function.BooleanSupplier ready, String what) {
+    try {
+      child.await(what, Duration.ofSeconds(60), ready);
+      return child;
+    } catch (RuntimeException e) {
+      child.close();
+      throw e;
+    }
+  }
+
+  private static boolean accepts(int port) {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static String java() {
+    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  }
+}

@@ -1,0 +1,40 @@
+package io.disaggusage.bench.envoy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The run through real Envoy works end to end: one tiny run ({@code --quick}) of every setup with and
+ * without an inter-token delay, on the real Envoy 1.40.0 and the shipped jar as {@code java -jar} starts
+ * it — the same code path as the full benchmark. No time is asserted; every generation response must
+ * come out corrected by the service and untouched by the two others.
+ *
+ * <p>It lives here rather than in e2e, next to the code it checks; this module declares a build-order
+ * dependency on the tools module (see its pom), so the shipped jar exists when it runs. A missing Envoy
+ * fails it with the install command (scripts/install-test-tools), never a skip.
+ */
+class EnvoyBenchSmokeTest {
+  @Test
+  void everySetupRunsFlowsAndOnlyTheServiceCorrectsThem() throws Exception {
+    List<String> progress = new ArrayList<>();
+    EnvoyBench.Result result = EnvoyBench.run(EnvoyBenchOptions.parse("--quick"), progress::add);
+
+    assertThat(result.problems()).as("problems; progress:%n%s", String.join("\n", progress)).isEmpty();
+    assertThat(result.cells()).hasSize(2); // no delay and 20 ms, at one concurrency
+    for (EnvoyBench.Cell cell : result.cells()) {
+      for (Setup setup : Setup.values()) {
+        RunStats s = cell.best().get(setup);
+        assertThat(s.checked()).as("%s, %s delay: flows checked", setup.title(), cell.delay()).isPositive();
+        assertThat(s.asExpected()).as("%s, %s delay: %s", setup.title(), cell.delay(),
+            setup == Setup.SERVICE ? "corrected" : "untouched").isEqualTo(s.checked());
+        assertThat(s.ttftP99()).as("%s TTFT measured", setup.title()).isPositive();
+      }
+    }
+    String table = EnvoyBenchReport.render(result);
+    assertThat(table).contains("## Inter-token delay 0 ms", "## Inter-token delay 20 ms", "## (c) against (b)",
+        "## ext_proc resident memory per open stream", "(c) this service");
+  }
+}

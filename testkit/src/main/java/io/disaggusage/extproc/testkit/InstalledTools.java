@@ -1,0 +1,73 @@
+package io.disaggusage.extproc.testkit;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * Where the e2e suite and the benchmarks find the programs they start and the jar they measure.
+ * {@code scripts/install-test-tools} installs the programs, pinned, under the git-ignored {@code .tools/bin};
+ * a missing one fails with the command that installs it — never a skip.
+ */
+public final class InstalledTools {
+  /** What to run when a program is missing. */
+  public static final String INSTALL =
+      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar and"
+          + " redis-server into .tools/)";
+
+  private InstalledTools() {}
+
+  /** The repository root: the {@code project.root} system property, else the parent of the working directory. */
+  public static Path root() {
+    String root = System.getProperty("project.root");
+    if (root == null) {
+      return Path.of("..").toAbsolutePath().normalize();
+    }
+    return Path.of(root).toAbsolutePath().normalize();
+  }
+
+  /** The Envoy binary of {@code release}. */
+  public static Path envoy(String release) {
+    // the same override deploy-validation reads: ENVOY_BINARY_1_40_0=/path/to/envoy
+    String binary = System.getenv("ENVOY_BINARY_" + release.replace('.', '_'));
+    if (binary != null && !binary.isBlank()) {
+      return executable(Path.of(binary), "Envoy " + release);
+    }
+    return installed("envoy-" + release, "Envoy " + release);
+  }
+
+  /** The service as shipped: the jar {@code mvn package} builds. */
+  public static Path serviceJar() {
+    Path jar = root().resolve("tools/target/disagg-usage-extproc.jar");
+    if (!Files.isRegularFile(jar)) {
+      throw new AssertionError(jar + " is missing: build it with mvn -B -DskipTests package (mvn verify builds it first)");
+    }
+    return jar;
+  }
+
+  /** The class-data archive the build records beside the shipped jar (tools/pom.xml); the README runs the jar with it. */
+  public static Path serviceClassArchive() {
+    Path archive = root().resolve("tools/target/disagg-usage-extproc.jsa");
+    if (!Files.isRegularFile(archive)) {
+      throw new AssertionError(archive + " is missing: mvn -B -DskipTests package records it beside the jar");
+    }
+    return archive;
+  }
+
+  /**
+   * {@code .tools/bin/name}, or the program that {@code E2E_<NAME>} (upper case, {@code _} for any other
+   * character, e.g. {@code E2E_REDIS_SERVER}) names.
+   */
+  public static Path installed(String name, String what) {
+    String override = System.getenv("E2E_" + name.toUpperCase(Locale.ROOT).replaceAll("[^A-Z0-9]", "_"));
+    Path path = override == null || override.isBlank() ? root().resolve(".tools/bin").resolve(name) : Path.of(override);
+    return executable(path, what);
+  }
+
+  private static Path executable(Path path, String what) {
+    if (!Files.isExecutable(path)) {
+      throw new AssertionError(what + " is not installed (" + path + "): " + INSTALL);
+    }
+    return path;
+  }
+}
