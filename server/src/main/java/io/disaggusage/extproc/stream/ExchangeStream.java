@@ -46,7 +46,7 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
 
   /** The request's headers, until the request is classified: a stream keeps only what its response needs. */
   private RequestHead head;
-  /** The API the request's path names (set when classified). */
+  /** The API the request's path names (set with the request headers of a handled request). */
   private ApiShape shape;
   private RequestBodyReader scanner;
   private boolean readingRequestBody;
@@ -173,7 +173,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
       return;
     }
     boolean stripAcceptEncoding = services.config().classification().stripAcceptEncoding();
-    injection = UsageInjection.begin(services, head, headers.getEndOfStream(), this::classificationSoFar);
+    shape = ApiShapes.forPath(head.path());
+    injection = UsageInjection.begin(services, head, shape, headers.getEndOfStream(), this::classificationSoFar);
     HeaderMutation mutation =
         injection != null
             ? UsageInjection.headerMutation(stripAcceptEncoding)
@@ -225,7 +226,6 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
 
   private void classify(RequestFacts facts) {
     classification = services.classifier().classify(head, facts);
-    shape = ApiShapes.forPath(head.path());
     head = null; // its header map is the largest thing a stream would otherwise keep to the end
     fingerprint = facts.fingerprint();
     record.classified(facts.model(), classification.keys().isEmpty() ? null : classification.keys().get(0));

@@ -9,7 +9,7 @@ import io.disaggusage.extproc.rewrite.ResponseProcessors;
 import io.disaggusage.extproc.inject.IncludeUsageInjector;
 import io.disaggusage.extproc.inject.InjectionOutcome;
 import io.disaggusage.extproc.inject.UsageRemoval;
-import io.disaggusage.extproc.usage.ApiShapes;
+import io.disaggusage.extproc.usage.ApiShape;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import java.util.Arrays;
@@ -50,10 +50,12 @@ final class UsageInjection {
    *     is complete, to learn whether it is a leg whose response the service reads
    */
   static UsageInjection begin(
-      ExchangeServices services, RequestHead head, boolean endOfStream, Supplier<Classification> classification) {
-    if (!services.config().streaming().injectIncludeUsage()
-        || endOfStream
-        || !ApiShapes.forPath(head.path()).injectsIncludeUsage()) {
+      ExchangeServices services,
+      RequestHead head,
+      ApiShape shape,
+      boolean endOfStream,
+      Supplier<Classification> classification) {
+    if (!services.config().streaming().injectIncludeUsage() || endOfStream || !shape.injectsIncludeUsage()) {
       return null; // no body, or an API shape (Responses) that reports usage in every stream
     }
     InjectionOutcome skip = skipReason(head, services.config().classification().stripAcceptEncoding());
