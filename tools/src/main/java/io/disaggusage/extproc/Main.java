@@ -110,15 +110,27 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
    */
   static final String NETTY_JFR_PROPERTY = "io.grpc.netty.shaded.io.netty.jfr.enabled";
 
+  /**
+   * Netty samples one buffer allocation in 128 for leak tracking and records a stack trace for each:
+   * 2-3 % of the service's CPU through a real Envoy (docs/performance.md), for a diagnostic no operator
+   * reads. Off unless set otherwise ({@code -Dio.grpc.netty.shaded.io.netty.leakDetection.level=simple}).
+   */
+  static final String NETTY_LEAK_DETECTION_PROPERTY = "io.grpc.netty.shaded.io.netty.leakDetection.level";
+
   public static void main(String[] args) {
-    if (System.getProperty(NETTY_JFR_PROPERTY) == null) {
-      System.setProperty(NETTY_JFR_PROPERTY, "false");
-    }
+    defaultProperty(NETTY_JFR_PROPERTY, "false");
+    defaultProperty(NETTY_LEAK_DETECTION_PROPERTY, "disabled");
     CommandLine commandLine = commandLine(new Main(System.getenv()), namesASubcommandOrHelp(args));
     // Output in UTF-8 whatever the platform's default charset is: replay prints response bodies as sent.
     commandLine.setOut(new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true));
     commandLine.setErr(new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true));
     System.exit(commandLine.execute(args));
+  }
+
+  private static void defaultProperty(String name, String value) {
+    if (System.getProperty(name) == null) {
+      System.setProperty(name, value);
+    }
   }
 
   /**

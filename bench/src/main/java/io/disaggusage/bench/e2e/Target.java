@@ -22,15 +22,12 @@ import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import java.net.InetSocketAddress;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One ext_proc server on a loopback Netty listener, the fake Envoy driving it through a
- * {@link ReplyClock}, and a {@link LeanEnvoy} on a connection of its own. Every server thread (Netty event loops and the gRPC application executor) is
- * named {@code threadPrefix-…}, so its CPU time can be told apart from the driver's.
+ * {@link ReplyClock}, and a {@link LeanEnvoy} on a connection of its own. The handlers run on the
+ * server's Netty event loops, as in the service's own listener; every server thread is named {@code threadPrefix-…}, so its CPU time can be told apart from the driver's.
  */
 final class Target implements AutoCloseable {
   /** The shipped filter settings with a message timeout no run comes near (timeouts are counted). */
@@ -46,7 +43,6 @@ final class Target implements AutoCloseable {
   private final ManagedChannel leanChannel;
   private final EventLoopGroup boss;
   private final EventLoopGroup workers;
-  private final ExecutorService executor;
   private final AutoCloseable owned;
 
   Target(String name, BindableService service, AutoCloseable owned) throws Exception {
@@ -58,20 +54,12 @@ final class Target implements AutoCloseable {
     Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
     boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory(threadPrefix + "boss", true), io);
     workers = new MultiThreadIoEventLoopGroup(0, new DefaultThreadFactory(threadPrefix + "netty", true), io);
-    AtomicInteger n = new AtomicInteger();
-    executor =
-        Executors.newCachedThreadPool(
-            r -> {
-              Thread t = new Thread(r, threadPrefix + "app-" + n.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
     server =
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
             .channelType(channelType)
             .bossEventLoopGroup(boss)
             .workerEventLoopGroup(workers)
-            .executor(executor)
+            .directExecutor() // as the service's own listener runs its handlers
             .maxInboundMessageSize(64 * 1024 * 1024)
             .addService(service)
             .build()
@@ -97,7 +85,6 @@ final class Target implements AutoCloseable {
     channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     leanChannel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    executor.shutdownNow();
     boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     if (owned != null) {

@@ -36,13 +36,21 @@ public final class EnvoyBench {
   /** One delay and concurrency: the best run of each setup. */
   record Cell(Duration delay, int concurrency, Map<Setup, RunStats> best) {}
 
+  /** Flows open during the soak: the concurrency of the soaks the issue reported. */
+  static final int SOAK_FLOWS = 64;
+  /** One soak window; the ext_proc's resident memory is read at each window's end. */
+  static final Duration SOAK_WINDOW = Duration.ofSeconds(20);
+
+  /** The soak after {@code seconds}: flows completed so far, the window's rate and the RSS at its end. */
+  record SoakSample(long seconds, long flows, double flowsPerSecond, long rss, long problems) {}
+
   /**
    * Everything the table shows. {@code firstRuns}: each setup's first run after start, at the first cell,
    * kept apart from the measured rounds with its own {@code firstRunProblems}.
    */
   record Result(
       EnvoyBenchOptions options, Map<Setup, RunStats> firstRuns, Map<String, Long> firstRunProblems, List<Cell> cells,
-      Map<Setup, Long> idleRss, Map<String, Long> problems, Duration elapsed, Path logs) {
+      Map<Setup, Long> idleRss, List<SoakSample> soak, Map<String, Long> problems, Duration elapsed, Path logs) {
     long problemCount() {
       return problems.values().stream().mapToLong(Long::longValue).sum();
     }
@@ -116,11 +124,38 @@ public final class EnvoyBench {
           cells.add(new Cell(delay, concurrency, best));
         }
       }
+      List<SoakSample> soak = soak(o, load, problems, log);
       return new Result(o, firstRuns, firstRunProblems, cells, Map.of(Setup.NULL, stack.idleRss(Setup.NULL), Setup.SERVICE, stack.idleRss(Setup.SERVICE)),
-          problems, Duration.ofNanos(System.nanoTime() - begin), logs);
+          soak, problems, Duration.ofNanos(System.nanoTime() - begin), logs);
     } finally {
       clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
+  }
+
+  /**
+   * The service alone, {@value #SOAK_FLOWS} flows without a delay, window after window until {@code --soak} has
+   * passed: does its resident memory level off? Every response is checked as in the measured rounds.
+   */
+  private static List<SoakSample> soak(EnvoyBenchOptions o, FlowLoad load, Map<String, Long> problems,
+      Consumer<String> log) throws InterruptedException {
+    List<SoakSample> samples = new ArrayList<>();
+    if (o.soak().isZero()) {
+      return samples;
+    }
+    log.accept("soak: the service alone, " + SOAK_FLOWS + " flows, " + o.soak().toSeconds() + " s");
+    long begin = System.nanoTime();
+    long flows = 0;
+    while (System.nanoTime() - begin < o.soak().toNanos()) {
+      RunStats run = load.run(Setup.SERVICE, SOAK_FLOWS, Duration.ZERO, Duration.ZERO, SOAK_WINDOW,
+          found -> collect(found, Setup.SERVICE, problems, log));
+      flows += run.checked();
+      SoakSample sample = new SoakSample(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - begin), flows,
+          run.flowsPerSecond(), run.rssAtEnd(), run.problems());
+      samples.add(sample);
+      log.accept(String.format(Locale.ROOT, "  soak %4d s: %d flows, %.0f flows/s, RSS %d MiB, problems %d",
+          sample.seconds(), sample.flows(), sample.flowsPerSecond(), sample.rss() >> 20, sample.problems()));
+    }
+    return samples;
   }
 
   /**

@@ -16,19 +16,21 @@ import java.util.Locale;
  *   --warmup 2s          before each window; with a delay, one whole flow more
  *   --events 300         content events per generation response
  *   --rounds 2           runs per setup and cell, the order of the setups reversed every other round
+ *   --soak 600s          then the service alone at 64 flows for this long, its resident memory sampled (0: none)
  * </pre>
  */
 record EnvoyBenchOptions(
-    boolean quick, List<Duration> delays, int[] concurrency, Duration duration, Duration warmup, int events, int rounds) {
+    boolean quick, List<Duration> delays, int[] concurrency, Duration duration, Duration warmup, int events, int rounds,
+    Duration soak) {
 
   static EnvoyBenchOptions defaults() {
     return new EnvoyBenchOptions(false, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {16, 64, 256},
-        Duration.ofSeconds(10), Duration.ofSeconds(2), 300, 2);
+        Duration.ofSeconds(10), Duration.ofSeconds(2), 300, 2, Duration.ZERO);
   }
 
   static EnvoyBenchOptions quickRun() {
     return new EnvoyBenchOptions(true, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {8},
-        Duration.ofSeconds(1), Duration.ofMillis(500), 50, 1);
+        Duration.ofSeconds(1), Duration.ofMillis(500), 50, 1, Duration.ZERO);
   }
 
   /** The options; {@code --quick} first sets the tiny run, the others then override either. */
@@ -41,15 +43,16 @@ record EnvoyBenchOptions(
           continue;
         }
         case "--delays" -> o = new EnvoyBenchOptions(o.quick, Arrays.stream(need(args[i], value).split(","))
-            .map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList(), o.concurrency, o.duration, o.warmup, o.events, o.rounds);
+            .map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList(), o.concurrency, o.duration, o.warmup, o.events, o.rounds, o.soak);
         case "--concurrency" -> o = new EnvoyBenchOptions(o.quick, o.delays, Arrays.stream(need(args[i], value).split(","))
-            .mapToInt(s -> Integer.parseInt(s.trim())).toArray(), o.duration, o.warmup, o.events, o.rounds);
-        case "--duration" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, duration(need(args[i], value)), o.warmup, o.events, o.rounds);
-        case "--warmup" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, duration(need(args[i], value)), o.events, o.rounds);
-        case "--events" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, Integer.parseInt(need(args[i], value)), o.rounds);
-        case "--rounds" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, Integer.parseInt(need(args[i], value)));
+            .mapToInt(s -> Integer.parseInt(s.trim())).toArray(), o.duration, o.warmup, o.events, o.rounds, o.soak);
+        case "--duration" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, duration(need(args[i], value)), o.warmup, o.events, o.rounds, o.soak);
+        case "--warmup" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, duration(need(args[i], value)), o.events, o.rounds, o.soak);
+        case "--events" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, Integer.parseInt(need(args[i], value)), o.rounds, o.soak);
+        case "--rounds" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, Integer.parseInt(need(args[i], value)), o.soak);
+        case "--soak" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, o.rounds, duration(need(args[i], value)));
         default -> throw new IllegalArgumentException("unknown option " + args[i]
-            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --warmup 2s, --events N, --rounds N)");
+            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --warmup 2s, --events N, --rounds N, --soak 600s)");
       }
       i++;
     }
@@ -68,7 +71,7 @@ record EnvoyBenchOptions(
     for (Duration delay : delays) {
       total = total.plus(run(delay).multipliedBy((long) concurrency.length * rounds * Setup.values().length));
     }
-    return total;
+    return total.plus(soak);
   }
 
   private Duration run(Duration delay) {

@@ -46,6 +46,7 @@ final class EnvoyBenchReport {
     }
     ratios(md, r);
     memory(md, r);
+    soak(md, r);
     correctness(md, r);
     md.append(String.format(Locale.ROOT, "%ntotal time: %d s%n", r.elapsed().toSeconds()));
     return md.toString();
@@ -127,6 +128,35 @@ final class EnvoyBenchReport {
           mib(s.rssBefore()), mib(s.rssAtEnd()), kib((s.rssAtEnd() - idle) / (double) widest.concurrency()),
           kib((s.rssAtEnd() - s.rssBefore()) / (double) widest.concurrency())));
     }
+  }
+
+  /**
+   * The soak's samples, and what a plateau looks like in them: the growth of the resident memory over the
+   * second half against the first.
+   */
+  private static void soak(StringBuilder md, Result r) {
+    var samples = r.soak();
+    if (samples.isEmpty()) {
+      return;
+    }
+    md.append(String.format(Locale.ROOT, "%n## Soak: the service alone, %d flows open, no delay%n%n"
+            + "Resident memory of the service at the end of each %d s window, with the flows completed so far (every"
+            + " generation response checked).%n%n| after | flows | flows/s | RSS | problems |%n|---|---|---|---|---|%n",
+        EnvoyBench.SOAK_FLOWS, EnvoyBench.SOAK_WINDOW.toSeconds()));
+    long problems = 0;
+    for (EnvoyBench.SoakSample s : samples) {
+      problems += s.problems();
+      md.append(String.format(Locale.ROOT, "| %d s | %d | %.0f | %s | %d |%n", s.seconds(), s.flows(),
+          s.flowsPerSecond(), mib(s.rss()), s.problems()));
+    }
+    long first = samples.get(0).rss();
+    long middle = samples.get((samples.size() - 1) / 2).rss();
+    long last = samples.get(samples.size() - 1).rss();
+    long peak = samples.stream().mapToLong(EnvoyBench.SoakSample::rss).max().orElse(0);
+    md.append(String.format(Locale.ROOT, "%nRSS after the first window %s, at the middle %s, at the end %s (peak %s):"
+            + " %+.1f MiB over the first half, %+.1f MiB over the second; %d flows, %d problems.%n",
+        mib(first), mib(middle), mib(last), mib(peak), (middle - first) / 1048576.0, (last - middle) / 1048576.0,
+        samples.get(samples.size() - 1).flows(), problems));
   }
 
   private static void correctness(StringBuilder md, Result r) {

@@ -12,8 +12,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The null processor as a process: {@link NullProcessor} on a loopback port with gRPC health SERVING
  * for the ext_proc service (the shipped cluster health-checks it). Its gRPC settings are the service's
- * defaults (grpc-java's executor, keepalive 30 s / 10 s, Envoy's pings tolerated every 10 s), so the
- * floor differs from the service only in what it does per message.
+ * defaults (handlers on the transport's event loop, keepalive 30 s / 10 s, Envoy's pings tolerated
+ * every 10 s), so the floor differs from the service only in what it does per message.
  *
  * <pre>java -cp disagg-usage-bench.jar io.disaggusage.bench.envoy.NullProcessorServer PORT</pre>
  */
@@ -29,6 +29,7 @@ public final class NullProcessorServer {
         .keepAliveTimeout(10, TimeUnit.SECONDS)
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)
+        .directExecutor()
         .addService(new NullProcessor())
         .addService(health.getHealthService())
         .build()
