@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.logging.LogText;
 import io.disaggusage.extproc.testkit.FreePorts;
+import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,8 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The service as a user runs it: {@code java -XX:SharedArchiveFile=tools/target/disagg-usage-extproc.jsa
- * -jar tools/target/disagg-usage-extproc.jar} with the classification settings the shipped Envoy
+ * The service as a user runs it: the README's command ({@link InstalledTools#serviceCommand()}) with the classification settings the shipped Envoy
  * bootstrap's header asks for ({@link ShippedBootstrap#SERVICE_SETTINGS}), on its own ports. It can be
  * killed, frozen, thawed and started again on the same ports.
  */
@@ -85,11 +85,7 @@ final class ServiceProcess extends ChildProcess {
     if (process != null && process.isAlive()) {
       throw new IllegalStateException(name + " is running");
     }
-    List<String> command = new ArrayList<>();
-    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.add("-XX:SharedArchiveFile=" + Tools.serviceClassArchive());
-    command.add("-jar");
-    command.add(Tools.serviceJar().toString());
+    List<String> command = new ArrayList<>(InstalledTools.serviceCommand());
     command.addAll(List.of("--grpc-port", Integer.toString(grpcPort), "--admin-port", Integer.toString(adminPort)));
     command.addAll(settings);
     process = Processes.start(command, environment, log(), log());

@@ -159,8 +159,9 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
     if (withSubcommands) {
       // Sorted, so --help lists them in a stable order.
       new TreeMap<>(SUBCOMMANDS).forEach(commandLine::addSubcommand);
+      // Only help shows it; describing every key's default costs a cold start tens of milliseconds.
+      commandLine.getCommandSpec().usageMessage().footer(keysFooter());
     }
-    commandLine.getCommandSpec().usageMessage().footer(keysFooter());
     commandLine.setParameterExceptionHandler(
         (exception, args) -> {
           CommandLine cl = exception.getCommandLine();

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.disaggusage.extproc.config.Config;
+import io.disaggusage.extproc.testkit.InstalledTools;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -142,6 +143,21 @@ class ContainerImageTest {
 
     List<String> copy = List.of(last("COPY").args().split("\\s+"));
     assertThat(copy).containsExactly("tools/target/" + finalName + ".jar", jarInImage());
+  }
+
+  /**
+   * The README's run command starts the jar with the JVM options the tests and the benchmark use, and the
+   * image with the same direct-memory cap (its heap follows the container's limit).
+   */
+  @Test
+  void readmeRunsTheJarWithTheJvmOptionsTheTestsUse() throws Exception {
+    String readme = Files.readString(root.resolve("README.md"));
+    String options = String.join(" ", InstalledTools.SERVICE_JVM_OPTIONS);
+    assertThat(readme)
+        .contains("java " + options + " -XX:SharedArchiveFile=tools/target/disagg-usage-extproc.jsa -jar"
+            + " tools/target/disagg-usage-extproc.jar");
+    List<String> entrypoint = List.of(new ObjectMapper().readValue(last("ENTRYPOINT").args(), String[].class));
+    assertThat(entrypoint).contains("-XX:MaxDirectMemorySize=128m");
   }
 
   @Test

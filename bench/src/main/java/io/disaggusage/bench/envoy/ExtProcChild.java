@@ -25,16 +25,15 @@ final class ExtProcChild extends ChildProcess {
   }
 
   /**
-   * The service as the README starts it ({@code java -XX:SharedArchiveFile=tools/target/disagg-usage-extproc.jsa
-   * -jar tools/target/disagg-usage-extproc.jar}) with the settings {@code deploy/envoy/envoy.yaml} names, once
+   * The service as the README starts it ({@link InstalledTools#serviceCommand()}: its JVM options, the
+   * class-data archive, the jar) with the settings {@code deploy/envoy/envoy.yaml} names, once
    * its {@code /readyz} says ready (warm-up done, gRPC health SERVING).
    */
   static ExtProcChild service(Path dir) {
     int grpc = FreePorts.next();
     int admin = FreePorts.next();
-    List<String> command = new ArrayList<>(List.of(java(),
-        "-XX:SharedArchiveFile=" + InstalledTools.serviceClassArchive(), "-jar", InstalledTools.serviceJar().toString(),
-        "--grpc-port", Integer.toString(grpc), "--admin-port", Integer.toString(admin)));
+    List<String> command = new ArrayList<>(InstalledTools.serviceCommand());
+    command.addAll(List.of("--grpc-port", Integer.toString(grpc), "--admin-port", Integer.toString(admin)));
     command.addAll(ShippedBootstrap.SERVICE_SETTINGS);
     ExtProcChild child = new ExtProcChild("the service", command, dir.resolve("service.log"), grpc);
     return started(child, () -> get(admin, "/readyz") != null, "/readyz");

@@ -38,10 +38,14 @@ public final class GenerationSseRewriter implements GenerationRewriter {
   private final InjectedUsageEvents injected;
 
   /**
-   * Items released since the last {@link #takeReady}: their own (immutable) arrays, joined once when
-   * taken, so no output buffer grows per chunk or stays chunk-sized while the stream idles.
+   * Bytes released since the last {@link #takeReady}: slices of arrays nothing writes again (chunks as
+   * the caller gave them, events as framed or patched), joined once when taken — one copy of a chunk
+   * that leaves changed, none of one that leaves whole — so no output buffer grows per chunk or stays
+   * chunk-sized while the stream idles.
    */
-  private final ArrayList<byte[]> ready = new ArrayList<>();
+  private final ArrayList<Slice> ready = new ArrayList<>();
+
+  private record Slice(byte[] bytes, int from, int length) {}
   private int readyBytes;
   private final ArrayDeque<SseItem> held = new ArrayDeque<>();
 
@@ -143,8 +147,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
       inChunk = 0;
     }
     if (length > 0) {
-      ready.add(length == chunk.length ? chunk : java.util.Arrays.copyOfRange(chunk, 0, length));
-      readyBytes += length;
+      addReady(chunk, 0, length);
     }
     alreadyReleased = partial;
     if (inChunk > 0) {
@@ -189,8 +192,7 @@ public final class GenerationSseRewriter implements GenerationRewriter {
     }
     if (safe > 0) {
       // The whole chunk is the common case (content events cut at the chunk's end): no copy.
-      ready.add(offset == 0 && safe == chunk.length ? chunk : java.util.Arrays.copyOfRange(chunk, offset, offset + safe));
-      readyBytes += safe;
+      addReady(chunk, offset, safe);
       alreadyReleased += safe;
       rememberTail(chunk, offset, safe);
     }
@@ -301,14 +303,15 @@ public final class GenerationSseRewriter implements GenerationRewriter {
       return Bytes.EMPTY;
     }
     byte[] out;
-    if (ready.size() == 1) {
-      out = ready.get(0); // one item: its own array, no copy
+    Slice first = ready.get(0);
+    if (ready.size() == 1 && first.from() == 0 && first.length() == first.bytes().length) {
+      out = first.bytes(); // one whole array (usually the chunk as it came): no copy
     } else {
       out = new byte[readyBytes];
       int at = 0;
-      for (byte[] b : ready) {
-        System.arraycopy(b, 0, out, at, b.length);
-        at += b.length;
+      for (Slice slice : ready) {
+        System.arraycopy(slice.bytes(), slice.from(), out, at, slice.length());
+        at += slice.length();
       }
     }
     ready.clear();
@@ -496,15 +499,19 @@ public final class GenerationSseRewriter implements GenerationRewriter {
   }
 
   private void release(byte[] bytes) {
+    int skip = 0;
     if (alreadyReleased > 0) {
       // The start of this item went out early (forwardSafePrefix); those bytes are the same here.
-      int skip = (int) Math.min(alreadyReleased, bytes.length);
+      skip = (int) Math.min(alreadyReleased, bytes.length);
       alreadyReleased -= skip;
-      bytes = skip == bytes.length ? Bytes.EMPTY : java.util.Arrays.copyOfRange(bytes, skip, bytes.length);
     }
-    if (bytes.length > 0) {
-      ready.add(bytes);
-      readyBytes += bytes.length;
+    addReady(bytes, skip, bytes.length - skip);
+  }
+
+  private void addReady(byte[] bytes, int from, int length) {
+    if (length > 0) {
+      ready.add(new Slice(bytes, from, length));
+      readyBytes += length;
     }
   }
 }

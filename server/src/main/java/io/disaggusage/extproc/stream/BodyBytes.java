@@ -32,6 +32,16 @@ final class BodyBytes {
     return backing.whole != null && backing.whole.length == body.size() ? backing.whole : body.toByteArray();
   }
 
+  /**
+   * {@code bytes} as the body of a reply, without copying: every array the service puts in a reply is
+   * one it will not write again — a filter's output, a concatenation made for the reply, or a chunk
+   * Envoy sent, which nothing writes into ({@link #of}). A copy here was the largest allocation of a
+   * generation stream whose usage event came in the same chunk as the rest of the body.
+   */
+  static ByteString wrap(byte[] bytes) {
+    return UnsafeByteOperations.unsafeWrap(bytes);
+  }
+
   /** Keeps the array of a single whole-array write; anything else leaves {@code whole} null. */
   private static final class Backing extends ByteOutput {
     byte[] whole;

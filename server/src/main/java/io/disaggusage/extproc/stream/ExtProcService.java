@@ -11,6 +11,8 @@ import io.disaggusage.extproc.usage.UsageDocument;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.BindableService;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.UnaryOperator;
@@ -19,7 +21,7 @@ import java.util.function.UnaryOperator;
  * The ext_proc gRPC service ({@code envoy.service.ext_proc.v3.ExternalProcessor/Process}): one
  * {@link ExchangeStream} state machine per stream, i.e. per HTTP exchange through Envoy.
  */
-public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcessorImplBase {
+public final class ExtProcService implements ExternalProcessorGrpc.AsyncService, BindableService {
   private final ExchangeServices services;
 
   public ExtProcService(
@@ -52,5 +54,16 @@ public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcesso
   @Override
   public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
     return new ExchangeStream(services, responses);
+  }
+
+  /**
+   * The service bound through {@link ExchangeCallHandler} rather than grpc-java's stub adapter (which
+   * is why this class is no {@code ExternalProcessorImplBase}: its binding is final).
+   */
+  @Override
+  public ServerServiceDefinition bindService() {
+    return ServerServiceDefinition.builder(ExternalProcessorGrpc.getServiceDescriptor())
+        .addMethod(ExternalProcessorGrpc.getProcessMethod(), new ExchangeCallHandler(this::process))
+        .build();
   }
 }

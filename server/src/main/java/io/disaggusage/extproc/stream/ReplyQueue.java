@@ -114,7 +114,7 @@ final class ReplyQueue {
     if (original != null && Arrays.equals(original, output)) {
       return EnvoyMessages.body(false, null, metadata);
     }
-    return EnvoyMessages.body(false, ByteString.copyFrom(output), metadata);
+    return EnvoyMessages.body(false, BodyBytes.wrap(output), metadata);
   }
 
   /**
@@ -130,7 +130,7 @@ final class ReplyQueue {
     byte[] owedNow = Bytes.concat(giveBack, BodyBytes.of(chunk));
     giveBack = Bytes.EMPTY;
     listener.sent(owedNow.length);
-    complete(slot, EnvoyMessages.body(false, ByteString.copyFrom(owedNow), null));
+    complete(slot, EnvoyMessages.body(false, BodyBytes.wrap(owedNow), null));
   }
 
   /**
@@ -157,7 +157,7 @@ final class ReplyQueue {
       // Bytes already taken for the reply come before those the filter still holds.
       byte[] owedNow = Bytes.concat(bodySlot.owed, filterHeld);
       listener.sent(owedNow.length);
-      bodySlot.reply = EnvoyMessages.body(false, ByteString.copyFrom(owedNow), null);
+      bodySlot.reply = EnvoyMessages.body(false, BodyBytes.wrap(owedNow), null);
     } else {
       giveBack = filterHeld;
     }

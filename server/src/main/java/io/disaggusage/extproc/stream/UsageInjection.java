@@ -107,14 +107,14 @@ final class UsageInjection {
       }
       byte[] out = Bytes.concat(pending, BodyBytes.of(chunk.getBody()));
       pending = Bytes.EMPTY;
-      return ByteString.copyFrom(out);
+      return BodyBytes.wrap(out);
     }
     byte[] in = BodyBytes.of(chunk.getBody());
     byte[] out = injector.accept(in, chunk.getEndOfStream(), readsResponse);
     if (injector.outcome() != null) {
       finished();
     }
-    return out == in || Arrays.equals(out, in) ? null : ByteString.copyFrom(out);
+    return out == in || Arrays.equals(out, in) ? null : BodyBytes.wrap(out);
   }
 
   /** Whether the service reads the response of a request so classified (and can take the event out). */

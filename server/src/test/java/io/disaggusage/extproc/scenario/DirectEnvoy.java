@@ -10,9 +10,9 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
  * ({@code emulator.envoy}); this driver trades them for speed.
  */
 public final class DirectEnvoy {
-  private final ExternalProcessorGrpc.ExternalProcessorImplBase service;
+  private final ExternalProcessorGrpc.AsyncService service;
 
-  public DirectEnvoy(ExternalProcessorGrpc.ExternalProcessorImplBase service) {
+  public DirectEnvoy(ExternalProcessorGrpc.AsyncService service) {
     this.service = service;
   }
 

@@ -2,6 +2,8 @@ package io.disaggusage.extproc.testkit;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -34,6 +36,27 @@ public final class InstalledTools {
       return executable(Path.of(binary), "Envoy " + release);
     }
     return installed("envoy-" + release, "Envoy " + release);
+  }
+
+  /**
+   * The JVM options the README runs the jar with: heap and direct memory capped to what a sidecar can
+   * give (docs/performance.md, "Memory"). Tests and benchmarks start the jar with them.
+   */
+  public static final List<String> SERVICE_JVM_OPTIONS =
+      List.of("-Xmx256m", "-XX:MaxDirectMemorySize=128m");
+
+  /**
+   * The README's command up to the jar's own arguments: {@code java}, {@link #SERVICE_JVM_OPTIONS}, the
+   * class-data archive, {@code -jar} and the jar.
+   */
+  public static List<String> serviceCommand() {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(SERVICE_JVM_OPTIONS);
+    command.add("-XX:SharedArchiveFile=" + serviceClassArchive());
+    command.add("-jar");
+    command.add(serviceJar().toString());
+    return command;
   }
 
   /** The service as shipped: the jar {@code mvn package} builds. */
