@@ -11,15 +11,20 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
+import io.disaggusage.extproc.stream.ExchangeCallHandler;
+import io.grpc.BindableService;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.stub.StreamObserver;
 
 /**
  * The floor: an ext_proc server that asks Envoy for the same messages as the service does for a
  * handled exchange (request body STREAMED after the request headers, response body STREAMED after
  * the response headers, with the same header removals) and answers every message at once with no
- * body mutation. It parses nothing, stores nothing and holds nothing.
+ * body mutation. It parses nothing, stores nothing and holds nothing. Its calls are bound as the
+ * service's are ({@link ExchangeCallHandler}), so the floor pays no more per stream than the service
+ * does for the transport.
  */
-public final class NullProcessor extends ExternalProcessorGrpc.ExternalProcessorImplBase {
+public final class NullProcessor implements ExternalProcessorGrpc.AsyncService, BindableService {
   private static final ProcessingResponse REQUEST_HEADERS =
       ProcessingResponse.newBuilder()
           .setRequestHeaders(headers(HeaderMutation.newBuilder().addRemoveHeaders("accept-encoding").build()))
@@ -77,6 +82,13 @@ public final class NullProcessor extends ExternalProcessorGrpc.ExternalProcessor
         .setResponseBodyMode(responseBody ? BodySendMode.STREAMED : BodySendMode.NONE)
         .setRequestTrailerMode(HeaderSendMode.SKIP)
         .setResponseTrailerMode(HeaderSendMode.SKIP)
+        .build();
+  }
+
+  @Override
+  public ServerServiceDefinition bindService() {
+    return ServerServiceDefinition.builder(ExternalProcessorGrpc.getServiceDescriptor())
+        .addMethod(ExternalProcessorGrpc.getProcessMethod(), new ExchangeCallHandler(this::process))
         .build();
   }
 }

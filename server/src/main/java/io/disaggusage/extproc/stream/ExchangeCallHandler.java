@@ -19,13 +19,14 @@ import java.util.function.Function;
  * bidirectional call: one message requested at a time, response headers before the first reply, a
  * reply after cancellation refused with {@code CANCELLED}, OK trailers on completion.
  */
-final class ExchangeCallHandler implements ServerCallHandler<ProcessingRequest, ProcessingResponse> {
+public final class ExchangeCallHandler implements ServerCallHandler<ProcessingRequest, ProcessingResponse> {
   /** What a stream hears when Envoy cancels it, and what a reply after that throws; no stack trace. */
   static final StatusRuntimeException CANCELLED = new Cancelled();
 
   private final Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams;
 
-  ExchangeCallHandler(Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams) {
+  /** Binds each call to the stream observer {@code streams} makes for its replies (the benchmark's null processor uses it too). */
+  public ExchangeCallHandler(Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams) {
     this.streams = streams;
   }
 
