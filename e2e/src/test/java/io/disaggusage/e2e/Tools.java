@@ -93,15 +93,7 @@ public final class Tools {
     return curl;
   }
 
-  /** The service as shipped: the jar {@code mvn package} builds. */
-  public static Path serviceJar() {
-    return InstalledTools.serviceJar();
-  }
 
-  /** The class-data archive the build records beside the shipped jar (tools/pom.xml). */
-  public static Path serviceClassArchive() {
-    return InstalledTools.serviceClassArchive();
-  }
 
   /** The shipped Envoy bootstrap the tests run, rewriting only ports and addresses. */
   public static Path shippedBootstrap() {

@@ -21,7 +21,7 @@ import io.grpc.stub.StreamObserver;
  * handled exchange (request body STREAMED after the request headers, response body STREAMED after
  * the response headers, with the same header removals) and answers every message at once with no
  * body mutation. It parses nothing, stores nothing and holds nothing. Its calls are bound as the
- * service's are ({@link ExchangeCallHandler}), so the floor pays no more per stream than the service
+ * service's are ({@link ExchangeCallHandler#bind}), so the floor pays no more per stream than the service
  * does for the transport.
  */
 public final class NullProcessor implements ExternalProcessorGrpc.AsyncService, BindableService {
@@ -87,8 +87,6 @@ public final class NullProcessor implements ExternalProcessorGrpc.AsyncService, 
 
   @Override
   public ServerServiceDefinition bindService() {
-    return ServerServiceDefinition.builder(ExternalProcessorGrpc.getServiceDescriptor())
-        .addMethod(ExternalProcessorGrpc.getProcessMethod(), new ExchangeCallHandler(this::process))
-        .build();
+    return ExchangeCallHandler.bind(this::process);
   }
 }

@@ -16,6 +16,7 @@ import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -106,8 +107,10 @@ public final class ServerRuntime implements AutoCloseable {
     metrics.registerStoreSize(store::size);
     metrics.registerStoreReady(store::isReady);
     log.debug("store {} open after {} ms", config.store().type(), millisSince(begin));
-    // The JVM collectors take 60-130 ms to set up (MXBeans); done beside the warm-up, before /metrics opens.
-    JvmMetricsRegistration jvmMetrics = JvmMetricsRegistration.start(metrics.registry());
+    // The JVM collectors take 60-130 ms to set up (MXBean lookups): registered on a thread of their own
+    // beside the warm-up, and awaited before /metrics opens, so no scrape sees the service without them.
+    CompletableFuture<Void> jvmMetrics =
+        CompletableFuture.runAsync(() -> JvmMetrics.builder().register(metrics.registry()), ServerRuntime::daemonThread);
 
     health = new HealthStatusManager();
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
@@ -129,7 +132,7 @@ public final class ServerRuntime implements AutoCloseable {
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.SERVING);
     log.debug("gRPC server listening after {} ms", millisSince(begin));
 
-    jvmMetrics.await();
+    jvmMetrics.join(); // uninterruptible; a registration failure fails the start
     log.debug("JVM metrics registered after {} ms", millisSince(begin));
     int adminPort = config.admin().port();
     try {
@@ -400,6 +403,13 @@ public final class ServerRuntime implements AutoCloseable {
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  /** Runs {@code work} on a new daemon thread (the JVM collectors' one-off registration). */
+  private static void daemonThread(Runnable work) {
+    Thread thread = new Thread(work, "disagg-usage-jvm-metrics");
+    thread.setDaemon(true);
+    thread.start();
   }
 
   private static long millisSince(long nanoTime) {

@@ -1,10 +1,12 @@
 package io.disaggusage.extproc.stream;
 
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -25,9 +27,20 @@ public final class ExchangeCallHandler implements ServerCallHandler<ProcessingRe
 
   private final Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams;
 
-  /** Binds each call to the stream observer {@code streams} makes for its replies (the benchmark's null processor uses it too). */
-  public ExchangeCallHandler(Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams) {
+  /** Binds each call to the stream observer {@code streams} makes for its replies. */
+  ExchangeCallHandler(Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams) {
     this.streams = streams;
+  }
+
+  /**
+   * The ext_proc service with its {@code Process} calls bound this way to the observers {@code streams}
+   * makes (the service's, and the benchmark's null processor's, so the floor pays what the service pays).
+   */
+  public static ServerServiceDefinition bind(
+      Function<StreamObserver<ProcessingResponse>, StreamObserver<ProcessingRequest>> streams) {
+    return ServerServiceDefinition.builder(ExternalProcessorGrpc.getServiceDescriptor())
+        .addMethod(ExternalProcessorGrpc.getProcessMethod(), new ExchangeCallHandler(streams))
+        .build();
   }
 
   @Override

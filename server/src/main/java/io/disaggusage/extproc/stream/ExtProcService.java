@@ -62,8 +62,6 @@ public final class ExtProcService implements ExternalProcessorGrpc.AsyncService,
    */
   @Override
   public ServerServiceDefinition bindService() {
-    return ServerServiceDefinition.builder(ExternalProcessorGrpc.getServiceDescriptor())
-        .addMethod(ExternalProcessorGrpc.getProcessMethod(), new ExchangeCallHandler(this::process))
-        .build();
+    return ExchangeCallHandler.bind(this::process);
   }
 }
