@@ -81,6 +81,19 @@ final class BenchStack implements AutoCloseable {
     return idleRss.getOrDefault(setup, 0L);
   }
 
+  /**
+   * Stops {@code setup}'s ext_proc process, waits until its Envoy's health check has noticed, starts a
+   * fresh one on the same port and waits until the health check has passed it: the rest stays warm.
+   */
+  void restart(Setup setup) {
+    ExtProcChild old = extProcs.get(setup);
+    old.close();
+    owned.remove(old);
+    envoys.get(setup).awaitExtProcHealth(false, Duration.ofSeconds(30));
+    extProcs.put(setup, own(old.startAgain()));
+    envoys.get(setup).awaitExtProcHealthy(Duration.ofSeconds(30));
+  }
+
   StreamingWorker generationWorker() {
     return generation;
   }

@@ -45,11 +45,13 @@ public final class EnvoyBench {
   record SoakSample(long seconds, long flows, double flowsPerSecond, long rss, long problems) {}
 
   /**
-   * Everything the table shows. {@code firstRuns}: each setup's first run after start, at the first cell,
-   * kept apart from the measured rounds with its own {@code firstRunProblems}.
+   * Everything the table shows. {@code firstRuns}: each setup's first run after start, at the first cell;
+   * {@code restarts}: each ext_proc's first run after a restart of it alone, at the same cell, without a
+   * warm-up; both kept apart from the measured rounds with their own {@code firstRunProblems}.
    */
   record Result(
-      EnvoyBenchOptions options, Map<Setup, RunStats> firstRuns, Map<String, Long> firstRunProblems, List<Cell> cells,
+      EnvoyBenchOptions options, Map<Setup, RunStats> firstRuns, Map<Setup, RunStats> restarts,
+      Map<String, Long> firstRunProblems, List<Cell> cells,
       Map<Setup, Long> idleRss, List<SoakSample> soak, Map<String, Long> problems, Duration elapsed, Path logs) {
     long problemCount() {
       return problems.values().stream().mapToLong(Long::longValue).sum();
@@ -102,7 +104,7 @@ public final class EnvoyBench {
       log.accept("first run of each setup after start (shown apart from the measured rounds)");
       for (Setup setup : Setup.values()) {
         RunStats run = load.run(setup, o.concurrency()[0], o.delays().get(0), o.warmup(), o.duration(),
-            found -> collect(found, setup, firstRunProblems, log));
+            found -> collect(found, "first run, " + setup.title(), firstRunProblems, log));
         log.accept(progress(o.delays().get(0), o.concurrency()[0], -1, setup, run));
         firstRuns.put(setup, run);
       }
@@ -116,7 +118,7 @@ public final class EnvoyBench {
             }
             for (Setup setup : order) {
               RunStats run = load.run(setup, concurrency, delay, o.warmup(), o.duration(),
-                  found -> collect(found, setup, problems, log));
+                  found -> collect(found, setup.title(), problems, log));
               log.accept(progress(delay, concurrency, round, setup, run));
               best.merge(setup, run, RunStats::best);
             }
@@ -124,12 +126,32 @@ public final class EnvoyBench {
           cells.add(new Cell(delay, concurrency, best));
         }
       }
+      Map<Setup, RunStats> restarts = restarts(o, stack, load, firstRunProblems, log);
       List<SoakSample> soak = soak(o, load, problems, log);
-      return new Result(o, firstRuns, firstRunProblems, cells, Map.of(Setup.NULL, stack.idleRss(Setup.NULL), Setup.SERVICE, stack.idleRss(Setup.SERVICE)),
+      return new Result(o, firstRuns, restarts, firstRunProblems, cells, Map.of(Setup.NULL, stack.idleRss(Setup.NULL), Setup.SERVICE, stack.idleRss(Setup.SERVICE)),
           soak, problems, Duration.ofNanos(System.nanoTime() - begin), logs);
     } finally {
       clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
+  }
+
+  /**
+   * The warm-up penalty of the ext_proc alone: each ext_proc process restarted while Envoy, the workers and
+   * the client stay warm, then measured from the moment Envoy's health check passes it, without a warm-up,
+   * second by second. The first runs after start cannot tell this: there every process is cold.
+   */
+  private static Map<Setup, RunStats> restarts(EnvoyBenchOptions o, BenchStack stack, FlowLoad load,
+      Map<String, Long> problems, Consumer<String> log) throws InterruptedException {
+    Map<Setup, RunStats> restarts = new EnumMap<>(Setup.class);
+    log.accept("each ext_proc restarted alone, then measured at once (shown apart from the measured rounds)");
+    for (Setup setup : List.of(Setup.NULL, Setup.SERVICE)) {
+      stack.restart(setup);
+      RunStats run = load.run(setup, o.concurrency()[0], o.delays().get(0), Duration.ZERO, o.duration(),
+          found -> collect(found, "restart, " + setup.title(), problems, log));
+      log.accept(progress(o.delays().get(0), o.concurrency()[0], -2, setup, run));
+      restarts.put(setup, run);
+    }
+    return restarts;
   }
 
   /**
@@ -147,7 +169,7 @@ public final class EnvoyBench {
     long flows = 0;
     while (System.nanoTime() - begin < o.soak().toNanos()) {
       RunStats run = load.run(Setup.SERVICE, SOAK_FLOWS, Duration.ZERO, Duration.ZERO, SOAK_WINDOW,
-          found -> collect(found, Setup.SERVICE, problems, log));
+          found -> collect(found, Setup.SERVICE.title(), problems, log));
       flows += run.checked();
       SoakSample sample = new SoakSample(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - begin), flows,
           run.flowsPerSecond(), run.rssAtEnd(), run.problems());
@@ -174,18 +196,18 @@ public final class EnvoyBench {
     return Files.createDirectories(dir);
   }
 
-  private static void collect(Map<String, Long> found, Setup setup, Map<String, Long> into, Consumer<String> log) {
-    found.forEach((k, v) -> into.merge(setup.title() + ": " + k, v, Long::sum));
+  private static void collect(Map<String, Long> found, String run, Map<String, Long> into, Consumer<String> log) {
+    found.forEach((k, v) -> into.merge(run + ": " + k, v, Long::sum));
     if (!found.isEmpty()) {
       log.accept("    problems: " + found);
     }
   }
 
-  /** A run's line on stderr; round -1 is the first run after start. */
+  /** A run's line on stderr; round -1 is the first run after start, -2 the run after a restart. */
   private static String progress(Duration delay, int concurrency, int round, Setup setup, RunStats r) {
     return String.format(Locale.ROOT, "  %2d ms, %3d flows, %-7s %-25s %7.1f flows/s, TTFT p99 %s, gap p99 %s,"
             + " CPU/flow Envoy %s ext_proc %s, checked %d, problems %d",
-        delay.toMillis(), concurrency, round < 0 ? "first," : "round " + (round + 1) + ",", setup.title() + ":", r.flowsPerSecond(), EnvoyBenchReport.time(r.ttftP99()),
+        delay.toMillis(), concurrency, round == -1 ? "first," : round == -2 ? "restart," : "round " + (round + 1) + ",", setup.title() + ":", r.flowsPerSecond(), EnvoyBenchReport.time(r.ttftP99()),
         EnvoyBenchReport.time(r.gapP99()), EnvoyBenchReport.time(r.envoyCpuPerFlow()),
         setup.extProc() ? EnvoyBenchReport.time(r.extProcCpuPerFlow()) : "-", r.checked(), r.problems());
   }

@@ -64,10 +64,10 @@ record EnvoyBenchOptions(
 
   /**
    * The run's length without process start-up: every window, warm-up and (with a delay) drain, the first
-   * run of each setup included.
+   * run of each setup and the run after each ext_proc's restart included.
    */
   Duration estimate() {
-    Duration total = run(delays.get(0)).multipliedBy(Setup.values().length);
+    Duration total = run(delays.get(0)).multipliedBy(Setup.values().length + 2L);
     for (Duration delay : delays) {
       total = total.plus(run(delay).multipliedBy((long) concurrency.length * rounds * Setup.values().length));
     }

@@ -27,6 +27,7 @@ final class EnvoyBenchReport {
         + " two such reads of one response; both at the client. CPU per completed flow from /proc/<pid>/stat:"
         + " Envoy, the ext_proc process, and the benchmark's own JVM (client and both workers).\n");
     firstRuns(md, r);
+    restarts(md, r);
     for (Duration delay : o.delays()) {
       md.append(String.format(Locale.ROOT, "%n## Inter-token delay %d ms%n%n", delay.toMillis()));
       md.append("| flows open | setup | flows/s | TTFT p50 | TTFT p99 | gap p50 | gap p99 | Envoy CPU/flow"
@@ -57,8 +58,8 @@ final class EnvoyBenchReport {
     Cell first = r.cells().get(0);
     md.append(String.format(Locale.ROOT, "%n## First run after start%n%nEach setup's first run (%d ms delay, %d flows"
             + " open) right after the processes started, before the measured rounds and not part of them: what a"
-            + " fresh process costs (JIT; the null processor has no warm-up of its own). Its problems are listed here"
-            + " only.%n%n| setup | flows/s first / best | TTFT p99 first / best | gap p99 first / best | problems |%n"
+            + " fresh process costs (JIT; the null processor has no warm-up of its own). Problems of these runs and"
+            + " of the restarts are listed after the next table only.%n%n| setup | flows/s first / best | TTFT p99 first / best | gap p99 first / best | problems |%n"
             + "|---|---|---|---|---|%n", first.delay().toMillis(), first.concurrency()));
     for (Map.Entry<Setup, RunStats> e : r.firstRuns().entrySet()) {
       RunStats f = e.getValue();
@@ -67,7 +68,39 @@ final class EnvoyBenchReport {
           f.flowsPerSecond(), b.flowsPerSecond(), time(f.ttftP99()), time(b.ttftP99()), time(f.gapP99()),
           time(b.gapP99()), f.problems()));
     }
-    r.firstRunProblems().forEach((k, v) -> md.append("\n- first run, ").append(k).append(": ").append(v));
+  }
+
+  /**
+   * Each ext_proc's run right after a restart of it alone against its best at the same cell, second by
+   * second: how long its own warm-up penalty lasts.
+   */
+  private static void restarts(StringBuilder md, Result r) {
+    Cell first = r.cells().get(0);
+    int seconds = (int) r.options().duration().toSeconds();
+    md.append(String.format(Locale.ROOT, "%n## After a restart of the ext_proc alone%n%nEach ext_proc process"
+            + " stopped and started again on its port while Envoy, the workers and the client stay warm, then"
+            + " measured from the moment Envoy's health check passes it, with no warm-up (%d ms delay, %d flows"
+            + " open): the warm-up penalty that is the ext_proc's own. Flows/s of each second of the window as a"
+            + " share of the setup's best run at that cell.%n%n| setup | flows/s restart / best | TTFT p99 restart"
+            + " / best |", first.delay().toMillis(), first.concurrency()));
+    StringBuilder rule = new StringBuilder("|---|---|---|");
+    for (int s = 1; s <= seconds; s++) {
+      md.append(" s").append(s).append(" |");
+      rule.append("---|");
+    }
+    md.append(" problems |\n").append(rule).append("---|\n");
+    for (Map.Entry<Setup, RunStats> e : r.restarts().entrySet()) {
+      RunStats f = e.getValue();
+      RunStats b = first.best().get(e.getKey());
+      md.append(String.format(Locale.ROOT, "| %s | %.0f / %.0f (%.2f) | %s / %s |", e.getKey().title(),
+          f.flowsPerSecond(), b.flowsPerSecond(), f.flowsPerSecond() / b.flowsPerSecond(), time(f.ttftP99()),
+          time(b.ttftP99())));
+      for (long flows : f.timeline()) {
+        md.append(String.format(Locale.ROOT, " %.2f |", flows / b.flowsPerSecond()));
+      }
+      md.append(' ').append(f.problems()).append(" |\n");
+    }
+    r.firstRunProblems().forEach((k, v) -> md.append("\n- ").append(k).append(": ").append(v));
     if (!r.firstRunProblems().isEmpty()) {
       md.append('\n');
     }

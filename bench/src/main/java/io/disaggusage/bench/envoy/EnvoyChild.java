@@ -86,9 +86,15 @@ final class EnvoyChild extends ChildProcess {
 
   /** Waits until Envoy's active health check has passed the ext_proc host (the shipped cluster checks it). */
   void awaitExtProcHealthy(Duration timeout) {
-    await("healthy ext_proc host", timeout, () -> {
+    awaitExtProcHealth(true, timeout);
+  }
+
+  /** Waits until Envoy's active health check has marked the ext_proc host healthy, or unhealthy. */
+  void awaitExtProcHealth(boolean healthy, Duration timeout) {
+    String expected = HEALTHY_STAT + ": " + (healthy ? 1 : 0);
+    await((healthy ? "healthy" : "unhealthy") + " ext_proc host", timeout, () -> {
       String stats = get(topology.adminPort(), "/stats?filter=" + HEALTHY_STAT);
-      return stats != null && stats.lines().anyMatch(line -> line.trim().equals(HEALTHY_STAT + ": 1"));
+      return stats != null && stats.lines().anyMatch(line -> line.trim().equals(expected));
     });
   }
 }

@@ -18,10 +18,12 @@ import java.util.List;
  */
 final class ExtProcChild extends ChildProcess {
   final int grpcPort;
+  private final boolean service;
 
-  private ExtProcChild(String name, List<String> command, Path log, int grpcPort) {
+  private ExtProcChild(String name, List<String> command, Path log, int grpcPort, boolean service) {
     super(name, command, log, log);
     this.grpcPort = grpcPort;
+    this.service = service;
   }
 
   /**
@@ -30,22 +32,37 @@ final class ExtProcChild extends ChildProcess {
    * its {@code /readyz} says ready (warm-up done, gRPC health SERVING).
    */
   static ExtProcChild service(Path dir) {
-    int grpc = FreePorts.next();
+    return service(dir, FreePorts.next());
+  }
+
+  private static ExtProcChild service(Path dir, int grpc) {
     int admin = FreePorts.next();
     List<String> command = new ArrayList<>(InstalledTools.serviceCommand());
     command.addAll(List.of("--grpc-port", Integer.toString(grpc), "--admin-port", Integer.toString(admin)));
     command.addAll(ShippedBootstrap.SERVICE_SETTINGS);
-    ExtProcChild child = new ExtProcChild("the service", command, dir.resolve("service.log"), grpc);
+    ExtProcChild child = new ExtProcChild("the service", command, dir.resolve("service.log"), grpc, true);
     return started(child, () -> get(admin, "/readyz") != null, "/readyz");
   }
 
   /** {@link NullProcessorServer} on this benchmark's class path, once it accepts connections. */
   static ExtProcChild nullProcessor(Path dir) {
-    int grpc = FreePorts.next();
+    return nullProcessor(dir, FreePorts.next());
+  }
+
+  private static ExtProcChild nullProcessor(Path dir, int grpc) {
     List<String> command = List.of(java(), "-cp", System.getProperty("java.class.path"),
         NullProcessorServer.class.getName(), Integer.toString(grpc));
-    ExtProcChild child = new ExtProcChild("the null processor", command, dir.resolve("null-processor.log"), grpc);
+    ExtProcChild child = new ExtProcChild("the null processor", command, dir.resolve("null-processor.log"), grpc, false);
     return started(child, () -> accepts(grpc), "a listening port");
+  }
+
+  /**
+   * A fresh process of the same kind on the same gRPC port, appending to the same log, once ready; call
+   * after {@link #close()}.
+   */
+  ExtProcChild startAgain() {
+    Path dir = log.getParent();
+    return service ? service(dir, grpcPort) : nullProcessor(dir, grpcPort);
   }
 
   private static ExtProcChild started(ExtProcChild child, java.util.function.BooleanSupplier ready, String what) {

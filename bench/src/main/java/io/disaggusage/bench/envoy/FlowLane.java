@@ -188,9 +188,7 @@ final class FlowLane {
     }
     long now = System.nanoTime();
     check();
-    if (recorder.inWindow(now)) {
-      recorder.flowsInWindow.incrementAndGet();
-    }
+    recorder.completed(now);
     nextFlow();
   }
 

@@ -79,7 +79,8 @@ final class FlowLoad {
         recorder.ttft.percentile(0.50), recorder.ttft.percentile(0.99),
         recorder.gap.percentile(0.50), recorder.gap.percentile(0.99),
         (cpu1[0] - cpu0[0]) / perFlow, (cpu1[1] - cpu0[1]) / perFlow, (cpu1[2] - cpu0[2]) / perFlow,
-        rssBefore, rssAtEnd, recorder.checked.get(), recorder.asExpected.get(), recorder.problemCount());
+        rssBefore, rssAtEnd, recorder.checked.get(), recorder.asExpected.get(), recorder.problemCount(),
+        recorder.timeline((int) (window.toMillis() / 1000)));
   }
 
   /** CPU used so far by Envoy, the ext_proc process (0 without one) and this JVM (client and workers). */

@@ -5,15 +5,19 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * What the client saw during one run. Latencies and completed flows count only inside the measurement
  * window (warm-up and drain left out); every generation response of the run, window or not, is checked.
  */
 final class FlowRecorder {
+  static final int TIMELINE_SECONDS = 120;
   final LatencyHistogram ttft = new LatencyHistogram();
   final LatencyHistogram gap = new LatencyHistogram();
   final AtomicLong flowsInWindow = new AtomicLong();
+  /** Flows completed in each second of the window (the first {@value #TIMELINE_SECONDS} seconds). */
+  final AtomicLongArray perSecond = new AtomicLongArray(TIMELINE_SECONDS);
   final AtomicLong checked = new AtomicLong();
   final AtomicLong asExpected = new AtomicLong();
   private final Map<String, AtomicLong> problems = new ConcurrentHashMap<>();
@@ -33,6 +37,26 @@ final class FlowRecorder {
 
   boolean inWindow(long nanos) {
     return nanos >= windowStart && nanos < windowEnd;
+  }
+
+  /** A flow completed at {@code nanos}: counted when inside the window, and in its second's bucket. */
+  void completed(long nanos) {
+    if (inWindow(nanos)) {
+      flowsInWindow.incrementAndGet();
+      long second = (nanos - windowStart) / 1_000_000_000L;
+      if (second < TIMELINE_SECONDS) {
+        perSecond.incrementAndGet((int) second);
+      }
+    }
+  }
+
+  /** Flows completed in each whole second of a window of {@code seconds}. */
+  long[] timeline(int seconds) {
+    long[] out = new long[Math.min(seconds, TIMELINE_SECONDS)];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = perSecond.get(i);
+    }
+    return out;
   }
 
   boolean expectCorrected() {

@@ -33,8 +33,18 @@ class EnvoyBenchSmokeTest {
         assertThat(s.ttftP99()).as("%s TTFT measured", setup.title()).isPositive();
       }
     }
+    assertThat(result.restarts()).as("each ext_proc restarted and measured again").containsOnlyKeys(Setup.NULL, Setup.SERVICE);
+    result.restarts().forEach((setup, s) -> {
+      assertThat(s.checked()).as("%s after its restart: flows checked", setup.title()).isPositive();
+      assertThat(s.asExpected()).as("%s after its restart: %s", setup.title(),
+          setup == Setup.SERVICE ? "corrected" : "untouched").isEqualTo(s.checked());
+      assertThat(s.timeline()).as("%s after its restart: flows per second of the 1 s window", setup.title()).hasSize(1);
+    });
+    // the null processor has no warm-up: its cold first exchanges may time out in Envoy; the service's may not
+    assertThat(result.firstRunProblems().keySet()).as("problems of the service's first run and restart")
+        .noneMatch(problem -> problem.contains(Setup.SERVICE.title()));
     String table = EnvoyBenchReport.render(result);
-    assertThat(table).contains("## Inter-token delay 0 ms", "## Inter-token delay 20 ms", "## (c) against (b)",
+    assertThat(table).contains("## After a restart of the ext_proc alone", "## Inter-token delay 0 ms", "## Inter-token delay 20 ms", "## (c) against (b)",
         "## ext_proc resident memory per open stream", "(c) this service");
   }
 }
