@@ -306,13 +306,16 @@ class EnvoyGatewayPolicyTest {
   }
 
   @Test
-  void sidecarContainerRunsAsTheProxyUserWithProbesOnTheAdminPort() {
+  void sidecarContainerRunsAsTheProxyUserRestricted() {
     JsonNode pod = podSpecPatch();
     JsonNode sidecar = container(pod, SIDECAR_CONTAINER);
     JsonNode security = sidecar.path("securityContext");
     assertThat(security.path("runAsUser").asLong()).isEqualTo(PROXY_UID);
+    assertThat(security.path("runAsNonRoot").asBoolean(false)).isTrue();
     assertThat(security.path("allowPrivilegeEscalation").asBoolean(true)).isFalse();
     assertThat(security.path("readOnlyRootFilesystem").asBoolean(false)).isTrue();
+    assertThat(security.at("/capabilities/drop").toString()).contains("ALL");
+    assertThat(security.at("/seccompProfile/type").asText()).isEqualTo("RuntimeDefault");
     List<String> emptyDirMounts = new ArrayList<>();
     for (JsonNode volume : pod.path("volumes")) {
       if (volume.has("emptyDir")) {
@@ -320,10 +323,30 @@ class EnvoyGatewayPolicyTest {
       }
     }
     assertThat(emptyDirMounts).as("a writable /tmp for Netty's native libraries").contains("/tmp");
-    assertThat(sidecar.at("/readinessProbe/httpGet/path").asText()).isEqualTo("/readyz");
-    assertThat(sidecar.at("/readinessProbe/httpGet/port").asInt()).isEqualTo(9090);
-    assertThat(sidecar.at("/livenessProbe/httpGet/path").asText()).isEqualTo("/healthz");
-    assertThat(sidecar.path("image").asText()).contains("disagg-usage-extproc");
+    assertThat(sidecar.path("image").asText()).isEqualTo(KubernetesManifests.EXTPROC_IMAGE);
+  }
+
+  /**
+   * The sidecar shares the gateway pod, whose readiness counts every container's: nothing of it may make
+   * the gateway unready — no probes (its /readyz is 503 while Redis is down), and a bad config idles
+   * rather than crash-looping.
+   */
+  @Test
+  void sidecarCannotMakeTheGatewayPodUnready() {
+    JsonNode sidecar = container(podSpecPatch(), SIDECAR_CONTAINER);
+    for (String probe : List.of("startupProbe", "readinessProbe", "livenessProbe")) {
+      assertThat(sidecar.has(probe)).as("the gateway pod's extproc container has no " + probe).isFalse();
+    }
+    assertThat(env(sidecar, "DISAGG_USAGE_ON_STARTUP_FAILURE")).as("idles on a bad config").contains("idle");
+  }
+
+  private static Optional<String> env(JsonNode container, String name) {
+    for (JsonNode e : container.path("env")) {
+      if (e.path("name").asText().equals(name)) {
+        return Optional.of(e.path("value").asText());
+      }
+    }
+    return Optional.empty();
   }
 
   // ---- the checkers catch what they claim to -------------------------------------------------

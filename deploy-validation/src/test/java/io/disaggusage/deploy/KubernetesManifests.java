@@ -36,14 +36,14 @@ import java.util.stream.Stream;
 
 /**
  * The Kubernetes manifests under deploy/kubernetes: raw object files, overlays rendered by
- * {@code kubectl kustomize}, strict typing into fabric8 models (allow-listed kinds, no unknown fields).
+ * {@code kustomize build} (the pinned release of scripts/install-test-tools), strict typing into fabric8 models (allow-listed kinds, no unknown fields).
  */
 final class KubernetesManifests {
   static final String DIR = "deploy/kubernetes";
   static final String OVERLAYS = DIR + "/overlays";
   static final String EXTPROC_IMAGE = "ghcr.io/disagg-usage/disagg-usage-extproc:0.1.0";
   static final String EXTPROC_CONTAINER = "extproc";
-  static final long KUBECTL_TIMEOUT_SECONDS = 60;
+  static final long KUSTOMIZE_TIMEOUT_SECONDS = 60;
 
   /** The kinds the manifests may contain, by "apiVersion/kind". Anything else fails. */
   static final Map<String, Class<? extends HasMetadata>> KINDS = Map.of(
@@ -77,8 +77,7 @@ final class KubernetesManifests {
     }
   }
 
-  private static final Map<Path, Optional<List<JsonNode>>> RENDERED = new ConcurrentHashMap<>();
-  private static volatile Boolean kubectl;
+  private static final Map<Path, List<JsonNode>> RENDERED = new ConcurrentHashMap<>();
 
   private KubernetesManifests() {}
 
@@ -127,34 +126,30 @@ final class KubernetesManifests {
     return rawDocuments().stream().filter(s -> !KUSTOMIZE_KINDS.contains(s.typeKey())).toList();
   }
 
-  static boolean kubectlAvailable() {
-    Boolean known = kubectl;
-    if (known == null) {
-      known = Stream.of(System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator))
-          .filter(p -> !p.isEmpty())
-          .map(p -> Path.of(p, "kubectl"))
-          .anyMatch(p -> Files.isRegularFile(p) && Files.isExecutable(p));
-      kubectl = known;
+  /** The kustomize release the suite renders with; scripts/install-test-tools builds it into .tools/go/bin. */
+  static final String KUSTOMIZE_VERSION = "v5.7.1";
+
+  /** The pinned kustomize; a missing one fails with the command that installs it (never a skip). */
+  static Path kustomize() {
+    Path binary = ProjectFiles.resolve(".tools/go/bin/kustomize");
+    if (!Files.isExecutable(binary)) {
+      throw new AssertionError("kustomize " + KUSTOMIZE_VERSION + " is missing at " + ProjectFiles.relative(binary)
+          + ": run scripts/install-test-tools");
     }
-    return known;
+    return binary;
   }
 
-  static final String NO_KUBECTL = "kubectl is not on PATH: overlays are not rendered (raw files are still checked)";
-
   /**
-   * The documents {@code kubectl kustomize <overlay>} prints, rendered once per overlay per test run;
-   * empty if kubectl is not on PATH. A failing render throws.
+   * The documents {@code kustomize build <overlay>} prints, rendered once per overlay per test run. A
+   * failing render throws.
    */
-  static Optional<List<JsonNode>> rendered(Path overlay) {
+  static List<JsonNode> rendered(Path overlay) {
     return RENDERED.computeIfAbsent(overlay.toAbsolutePath().normalize(), KubernetesManifests::render);
   }
 
-  private static Optional<List<JsonNode>> render(Path overlay) {
-    if (!kubectlAvailable()) {
-      return Optional.empty();
-    }
+  private static List<JsonNode> render(Path overlay) {
     String relative = ProjectFiles.relative(overlay);
-    ProcessBuilder pb = new ProcessBuilder("kubectl", "kustomize", relative)
+    ProcessBuilder pb = new ProcessBuilder(kustomize().toString(), "build", relative)
         .directory(ProjectFiles.root().toFile())
         .redirectErrorStream(false);
     try {
@@ -174,19 +169,19 @@ final class KubernetesManifests {
             }
           });
           reader.start();
-          if (!p.waitFor(KUBECTL_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+          if (!p.waitFor(KUSTOMIZE_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
             p.destroyForcibly();
-            throw new IllegalStateException("kubectl kustomize " + relative + " did not finish in "
-                + KUBECTL_TIMEOUT_SECONDS + " s");
+            throw new IllegalStateException("kustomize build " + relative + " did not finish in "
+                + KUSTOMIZE_TIMEOUT_SECONDS + " s");
           }
-          reader.join(TimeUnit.SECONDS.toMillis(KUBECTL_TIMEOUT_SECONDS));
+          reader.join(TimeUnit.SECONDS.toMillis(KUSTOMIZE_TIMEOUT_SECONDS));
           out = buffer.toByteArray();
         }
         if (p.exitValue() != 0) {
-          throw new IllegalStateException("kubectl kustomize " + relative + " failed (exit " + p.exitValue() + "): "
+          throw new IllegalStateException("kustomize build " + relative + " failed (exit " + p.exitValue() + "): "
               + Files.readString(stderr));
         }
-        return Optional.of(parseStream(new String(out, StandardCharsets.UTF_8), "kubectl kustomize " + relative));
+        return parseStream(new String(out, StandardCharsets.UTF_8), "kustomize build " + relative);
       } finally {
         Files.deleteIfExists(stderr);
       }
@@ -215,10 +210,10 @@ final class KubernetesManifests {
     }
   }
 
-  /** The rendered overlay as sources (empty if kubectl is not on PATH). */
+  /** The rendered overlay as sources. */
   static List<Source> renderedSources(Path overlay) {
     String origin = "overlays/" + overlayName(overlay);
-    return rendered(overlay).orElse(List.of()).stream().map(n -> new Source(origin, n)).toList();
+    return rendered(overlay).stream().map(n -> new Source(origin, n)).toList();
   }
 
   /** Parses a document into its fabric8 type; unknown kinds and API versions are errors. */

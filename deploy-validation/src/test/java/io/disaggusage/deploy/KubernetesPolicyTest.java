@@ -42,7 +42,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -77,6 +76,11 @@ class KubernetesPolicyTest {
     }
   }
 
+  /**
+   * Ports an Istio data plane adds to a pod that no manifest declares: 15008, ambient's HBONE tunnel,
+   * and 15020, where an injected sidecar serves the merged metrics Prometheus scrapes.
+   */
+  static final Set<Integer> ISTIO_PORTS = Set.of(15008, 15020);
   static final int DEFAULT_GRPC_PORT = 9002;
   static final int DEFAULT_ADMIN_PORT = 9090;
   static final String EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor";
@@ -110,6 +114,14 @@ class KubernetesPolicyTest {
       return containers().filter(c -> c.getName().equals(KubernetesManifests.EXTPROC_CONTAINER)).findFirst();
     }
 
+    /**
+     * The service shares this pod with containers that carry LLM traffic (an orchestrator and its Envoy),
+     * rather than running in a central pod of its own.
+     */
+    boolean extProcSharesAnLlmPod() {
+      return extProc().isPresent() && containers().anyMatch(c -> !isExtProc(c));
+    }
+
     /** Every container port by name, and by number under its number. */
     Map<String, Integer> ports() {
       Map<String, Integer> out = new HashMap<>();
@@ -132,7 +144,7 @@ class KubernetesPolicyTest {
     return out;
   }
 
-  /** Every pod template: from the raw files always, from each rendered overlay when kubectl is there. */
+  /** Every pod template: from the raw files always, and from each rendered overlay. */
   static Stream<Arguments> allWorkloads() {
     List<KubernetesManifests.Source> sources = new ArrayList<>(KubernetesManifests.rawObjects());
     for (Path overlay : KubernetesManifests.overlays()) {
@@ -145,6 +157,18 @@ class KubernetesPolicyTest {
     return allWorkloads().filter(a -> ((Workload) a.get()[0]).extProc().isPresent());
   }
 
+  static Stream<Arguments> centralExtProcWorkloads() {
+    return extProcWorkloads().filter(a -> !((Workload) a.get()[0]).extProcSharesAnLlmPod());
+  }
+
+  static Stream<Arguments> inPodExtProcWorkloads() {
+    return extProcWorkloads().filter(a -> ((Workload) a.get()[0]).extProcSharesAnLlmPod());
+  }
+
+  static boolean isExtProc(Container c) {
+    return c.getName().equals(KubernetesManifests.EXTPROC_CONTAINER);
+  }
+
   static Stream<Path> overlays() {
     return KubernetesManifests.overlays().stream();
   }
@@ -154,7 +178,6 @@ class KubernetesPolicyTest {
   }
 
   static List<KubernetesManifests.Typed> render(Path overlay) {
-    Assumptions.assumeTrue(KubernetesManifests.kubectlAvailable(), KubernetesManifests.NO_KUBECTL);
     return KubernetesManifests.typedAll(KubernetesManifests.renderedSources(overlay));
   }
 
@@ -163,20 +186,24 @@ class KubernetesPolicyTest {
   @Test
   void thereArePodTemplatesToCheck() {
     assertThat(allWorkloads().count()).as("raw workloads: central, Redis, sidecar router").isGreaterThanOrEqualTo(3);
-    assertThat(extProcWorkloads().count()).as("raw workloads with extproc: central, sidecar").isGreaterThanOrEqualTo(2);
+    assertThat(centralExtProcWorkloads().count()).as("workloads with a central extproc").isGreaterThanOrEqualTo(1);
+    assertThat(inPodExtProcWorkloads().count()).as("workloads with extproc beside an orchestrator").isGreaterThanOrEqualTo(1);
     assertThat(centralOverlays().count()).isGreaterThanOrEqualTo(1);
   }
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("allWorkloads")
   void everyContainerHasProbesResourcesAndARestrictedSecurityContext(Workload w) {
+    // except the probes of an extproc container in a pod that carries LLM traffic: see below
     PodSecurityContext podSecurity = Optional.ofNullable(w.pod().getSecurityContext()).orElseGet(PodSecurityContext::new);
     assertThat(w.pod().getAutomountServiceAccountToken()).as(w + " automountServiceAccountToken").isFalse();
     assertThat(w.containers()).isNotEmpty();
     w.containers().forEach(c -> {
       String what = w + " container " + c.getName();
-      assertThat(c.getReadinessProbe()).as(what + " readinessProbe").isNotNull();
-      assertThat(c.getLivenessProbe()).as(what + " livenessProbe").isNotNull();
+      if (!(isExtProc(c) && w.extProcSharesAnLlmPod())) {
+        assertThat(c.getReadinessProbe()).as(what + " readinessProbe").isNotNull();
+        assertThat(c.getLivenessProbe()).as(what + " livenessProbe").isNotNull();
+      }
       assertThat(c.getResources()).as(what + " resources").isNotNull();
       assertThat(c.getResources().getRequests()).as(what + " requests").containsKeys("cpu", "memory");
       assertThat(c.getResources().getLimits()).as(what + " limits").containsKey("memory");
@@ -222,19 +249,36 @@ class KubernetesPolicyTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("allWorkloads")
   void initContainersAreNativeSidecars(Workload w) {
-    // Plain init containers may not have probes; ours are all long-running sidecars.
+    // Plain init containers may not have probes; ours are all long-running sidecars. A startup probe
+    // gates the next container: every sidecar the orchestrator needs (Envoy) has one, extproc none.
     for (Container c : w.pod().getInitContainers()) {
       assertThat(c.getRestartPolicy()).as(w + " init container " + c.getName() + " restartPolicy").isEqualTo("Always");
-      assertThat(c.getStartupProbe()).as(w + " native sidecar " + c.getName() + " startupProbe (gates the next container)")
-          .isNotNull();
+      if (!isExtProc(c)) {
+        assertThat(c.getStartupProbe()).as(w + " native sidecar " + c.getName() + " startupProbe (gates the next container)")
+            .isNotNull();
+      }
     }
   }
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("extProcWorkloads")
-  void extProcContainerProbesGrpcHealthOnItsGrpcPortAndHasAWritableTmp(Workload w) {
+  void extProcContainerRunsTheShippedImageWithAWritableTmpAndDrains(Workload w) {
     Container c = w.extProc().orElseThrow();
     assertThat(c.getImage()).isEqualTo(KubernetesManifests.EXTPROC_IMAGE);
+    VolumeMount tmp = c.getVolumeMounts().stream().filter(m -> m.getMountPath().equals("/tmp")).findFirst()
+        .orElseThrow(() -> new AssertionError(w + ": no volume at /tmp"));
+    Volume volume = volume(w, tmp.getName());
+    assertThat(volume.getEmptyDir()).as(w + " /tmp is an emptyDir").isNotNull();
+    assertThat(env(c, "JAVA_TOOL_OPTIONS")).as(w + " JAVA_TOOL_OPTIONS").contains("-XX:+PerfDisableSharedMem");
+    assertThat(w.pod().getTerminationGracePeriodSeconds()).as(w + " terminationGracePeriodSeconds")
+        .isGreaterThanOrEqualTo(LONGEST_GENERATION_SECONDS);
+  }
+
+  /** A central pod carries no LLM traffic: its probes take only it out, and Envoy then fails open. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("centralExtProcWorkloads")
+  void centralExtProcProbesGrpcHealthOnItsGrpcPort(Workload w) {
+    Container c = w.extProc().orElseThrow();
     int grpc = namedPort(c, "grpc");
     int admin = namedPort(c, "http-metrics");
     assertThat(c.getReadinessProbe().getGrpc()).as(w + " readiness via gRPC health").isNotNull();
@@ -249,23 +293,42 @@ class KubernetesPolicyTest {
     }
     Probe startup = c.getStartupProbe();
     assertThat(startup).as(w + " startupProbe").isNotNull();
-    if (startup.getGrpc() != null) {
-      assertThat(startup.getGrpc().getPort()).isEqualTo(grpc);
-    } else {
-      assertThat(startup.getHttpGet()).as(w + " startupProbe is gRPC or httpGet").isNotNull();
-      assertThat(startup.getHttpGet().getPath()).isIn("/healthz", "/readyz");
-      assertThat(resolve(startup.getHttpGet().getPort(), w.ports())).contains(admin);
-    }
+    assertThat(startup.getHttpGet()).as(w + " startupProbe is GET /healthz").isNotNull();
+    assertThat(startup.getHttpGet().getPath()).isEqualTo("/healthz");
+    assertThat(resolve(startup.getHttpGet().getPort(), w.ports())).contains(admin);
+    assertThat(env(c, "JAVA_TOOL_OPTIONS")).as(w + " JAVA_TOOL_OPTIONS: heap from the limit")
+        .contains("-XX:MaxRAMPercentage=75");
+  }
 
-    VolumeMount tmp = c.getVolumeMounts().stream().filter(m -> m.getMountPath().equals("/tmp")).findFirst()
-        .orElseThrow(() -> new AssertionError(w + ": no volume at /tmp"));
-    Volume volume = volume(w, tmp.getName());
-    assertThat(volume.getEmptyDir()).as(w + " /tmp is an emptyDir").isNotNull();
+  /**
+   * Nothing of the service may keep a pod that carries LLM traffic from starting or take it out of its
+   * Service: no probes (a native sidecar's startup probe gates the next container, its readiness counts
+   * toward the pod's, a failing liveness probe restarts it into back-off, which is unready too), and a bad
+   * config idles instead of exiting into a crash loop. Its memory settings are the benchmarked ones.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("inPodExtProcWorkloads")
+  void extProcBesideAnOrchestratorCannotMakeThePodUnready(Workload w) {
+    Container c = w.extProc().orElseThrow();
+    assertThat(c.getStartupProbe()).as(w + " extproc startupProbe").isNull();
+    assertThat(c.getReadinessProbe()).as(w + " extproc readinessProbe").isNull();
+    assertThat(c.getLivenessProbe()).as(w + " extproc livenessProbe").isNull();
+    assertThat(env(c, "DISAGG_USAGE_ON_STARTUP_FAILURE")).as(w + " idles on a bad config").isEqualTo("idle");
+    assertThat(env(c, "JAVA_TOOL_OPTIONS")).as(w + " JAVA_TOOL_OPTIONS: the benchmarked heap and direct memory")
+        .contains("-Xmx256m").contains("-XX:MaxDirectMemorySize=128m");
+  }
 
-    assertThat(env(c, "JAVA_TOOL_OPTIONS")).as(w + " JAVA_TOOL_OPTIONS")
-        .contains("-XX:MaxRAMPercentage=75").contains("-XX:+PerfDisableSharedMem");
-    assertThat(w.pod().getTerminationGracePeriodSeconds()).as(w + " terminationGracePeriodSeconds")
-        .isGreaterThanOrEqualTo(LONGEST_GENERATION_SECONDS);
+  /** /readyz is 503 while Redis is down: as a probe it would take replicas out for what they survive. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("allWorkloads")
+  void noProbeAsksReadyz(Workload w) {
+    w.containers().forEach(c -> {
+      for (Probe p : probes(c)) {
+        if (p.getHttpGet() != null) {
+          assertThat(p.getHttpGet().getPath()).as(w + " container " + c.getName() + " probe path").isNotEqualTo("/readyz");
+        }
+      }
+    });
   }
 
   @ParameterizedTest(name = "{0}")
@@ -340,6 +403,9 @@ class KubernetesPolicyTest {
           workloads.stream().filter(w -> matches(e.getValue().getSpec().getSelector(), w.podLabels())).toList();
       assertThat(selected).as("PDB " + e.getKey() + " selects exactly one workload").hasSize(1);
       assertThat(selected.get(0).replicas()).as("PDB " + e.getKey() + " workload replicas").isGreaterThanOrEqualTo(2);
+      // An unready replica serves nothing; a node drain may always evict it.
+      assertThat(e.getValue().getSpec().getUnhealthyPodEvictionPolicy()).as("PDB " + e.getKey() + " unhealthyPodEvictionPolicy")
+          .isEqualTo("AlwaysAllow");
     }
     // Every replicated extproc Deployment is protected by a PDB.
     for (Workload w : workloads) {
@@ -364,6 +430,9 @@ class KubernetesPolicyTest {
       for (NetworkPolicyIngressRule rule : np.getSpec().getIngress()) {
         assertThat(rule.getPorts()).as("NetworkPolicy " + name + " ingress rules name their ports").isNotEmpty();
         for (NetworkPolicyPort p : rule.getPorts()) {
+          if (p.getPort().getIntVal() != null && ISTIO_PORTS.contains(p.getPort().getIntVal())) {
+            continue;
+          }
           for (Workload w : selected) {
             assertThat(resolve(p.getPort(), w.ports())).as("NetworkPolicy " + name + " ingress port " + p.getPort()
                 + " is a container port of " + w).isPresent();
@@ -404,8 +473,11 @@ class KubernetesPolicyTest {
     int admin = effectivePort(c, config, "admin.port", "--admin-port", DEFAULT_ADMIN_PORT);
     assertThat(namedPort(c, "grpc")).as(w + " containerPort grpc = grpc.port").isEqualTo(grpc);
     assertThat(namedPort(c, "http-metrics")).as(w + " containerPort http-metrics = admin.port").isEqualTo(admin);
-    assertThat(c.getReadinessProbe().getGrpc().getPort()).isEqualTo(grpc);
-    assertThat(c.getLivenessProbe().getGrpc().getPort()).isEqualTo(grpc);
+    for (Probe p : probes(c)) {
+      if (p.getGrpc() != null) {
+        assertThat(p.getGrpc().getPort()).as(w + " gRPC probe port = grpc.port").isEqualTo(grpc);
+      }
+    }
     Map<String, String> annotations = Optional.ofNullable(templateAnnotations(w)).orElse(Map.of());
     if (annotations.containsKey("prometheus.io/port")) {
       assertThat(annotations.get("prometheus.io/port")).isEqualTo(String.valueOf(admin));
@@ -432,12 +504,25 @@ class KubernetesPolicyTest {
         .filter(p -> matches(p.getSpec().getPodSelector(), w.podLabels())).findFirst()
         .orElseThrow(() -> new AssertionError("no NetworkPolicy selects " + w));
     List<Integer> ingress = np.getSpec().getIngress().stream().flatMap(r -> r.getPorts().stream())
+        .filter(p -> !ISTIO_PORTS.contains(p.getPort().getIntVal()))
         .map(p -> resolve(p.getPort(), w.ports()).orElseThrow()).toList();
     assertThat(ingress).containsExactlyInAnyOrder(namedPort(c, "grpc"), namedPort(c, "http-metrics"));
     assertThat(np.getSpec().getPolicyTypes()).contains("Ingress", "Egress");
     List<Integer> egress = np.getSpec().getEgress().stream().flatMap(r -> r.getPorts().stream())
         .map(p -> p.getPort().getIntVal()).toList();
-    assertThat(egress).as("DNS").contains(53);
+    assertThatReachesDnsAnywhereAndIstiod(np, "NetworkPolicy " + np.getMetadata().getName());
+    // The Envoys this project ships in the service's namespace (pod-local workers, the sidecar router,
+    // istio/gateway.yaml's gateway) are admitted without a label: any pod of the namespace.
+    NetworkPolicyIngressRule extProcRule = np.getSpec().getIngress().stream()
+        .filter(r -> r.getPorts().stream().anyMatch(p -> resolve(p.getPort(), w.ports()).orElse(-1) == namedPort(c, "grpc")))
+        .findFirst().orElseThrow();
+    assertThat(extProcRule.getFrom()).as("ext_proc open to every pod of the namespace")
+        .anySatisfy(peer -> {
+          assertThat(peer.getNamespaceSelector()).isNull();
+          assertThat(peer.getPodSelector()).isNotNull();
+          assertThat(matches(peer.getPodSelector(), Map.of())).as("an empty pod selector").isTrue();
+        });
+    assertThat(extProcRule.getPorts()).extracting(p -> p.getPort().getIntVal()).as("Istio ambient's HBONE").contains(15008);
 
     JsonNode config = mountedConfig(w, c, KubernetesManifests.byName(objects, ConfigMap.class));
     boolean uriFromSecret = c.getEnv().stream().anyMatch(e -> e.getName().equals("DISAGG_USAGE_STORE_REDIS_URI")
@@ -458,6 +543,47 @@ class KubernetesPolicyTest {
         .findFirst().orElseThrow(() -> new AssertionError("no NetworkPolicy for the Redis pods"));
     assertThat(redisPolicy.getSpec().getIngress()).allSatisfy(r -> assertThat(r.getFrom())
         .allSatisfy(from -> assertThat(matches(from.getPodSelector(), w.podLabels())).isTrue()));
+    assertThatReachesDnsAnywhereAndIstiod(redisPolicy, "Redis NetworkPolicy");
+    assertThat(redisPolicy.getSpec().getEgress()).flatExtracting(NetworkPolicyEgressRule::getPorts)
+        .extracting(p -> p.getPort().getIntVal()).as("Redis opens no connection beyond DNS and istiod")
+        .containsOnly(53, 15012);
+  }
+
+  /**
+   * DNS without a destination (kube-dns, or NodeLocal DNSCache on a link-local address no selector
+   * matches) and istiod's 15012, without which an injected Istio sidecar never becomes ready.
+   */
+  static void assertThatReachesDnsAnywhereAndIstiod(NetworkPolicy np, String what) {
+    assertThat(np.getSpec().getEgress()).as(what + ": DNS, UDP and TCP, to any address").anySatisfy(r -> {
+      assertThat(r.getTo()).isEmpty();
+      assertThat(r.getPorts()).extracting(p -> p.getProtocol() + "/" + p.getPort().getIntVal())
+          .containsExactlyInAnyOrder("UDP/53", "TCP/53");
+    });
+    assertThat(np.getSpec().getEgress()).as(what + ": istiod 15012").anySatisfy(r -> {
+      assertThat(r.getPorts()).extracting(p -> p.getPort().getIntVal()).containsExactly(15012);
+      assertThat(r.getTo()).singleElement().satisfies(peer -> {
+        assertThat(peer.getNamespaceSelector().getMatchLabels()).containsEntry("kubernetes.io/metadata.name", "istio-system");
+        assertThat(peer.getPodSelector().getMatchLabels()).containsEntry("app", "istiod");
+      });
+    });
+  }
+
+  /**
+   * The Istio EnvoyFilters that call the central Service live in the namespace the central overlays
+   * deploy it to, so the gateway pods they patch are admitted as pods of that namespace.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("centralOverlays")
+  void istioGatewayThatCallsTheCentralServiceIsInItsNamespace(Path overlay) throws IOException {
+    List<KubernetesManifests.Typed> objects = render(overlay);
+    Workload w = workloads(objects).stream().filter(x -> x.extProc().isPresent()).findFirst().orElseThrow();
+    String namespace = w.object().getMetadata().getNamespace();
+    for (String file : List.of("istio/gateway.yaml", "istio/central-service.yaml")) {
+      for (JsonNode doc : YamlDocuments.read(ProjectFiles.resolve(file))) {
+        assertThat(doc.at("/metadata/namespace").asText()).as(file + " " + doc.at("/metadata/name").asText())
+            .isEqualTo(namespace);
+      }
+    }
   }
 
   @Test
@@ -508,7 +634,7 @@ class KubernetesPolicyTest {
         l -> assertThat(declared).contains(l.path("address").path("socket_address").path("port_value").asInt()));
   }
 
-  // ---------------------------------------------------------------- the config files, without kubectl
+  // ---------------------------------------------------------------- the config files, without rendering
 
   /** Every config.yaml a kustomization turns into the service's ConfigMap. */
   static Stream<Path> serviceConfigFiles() {

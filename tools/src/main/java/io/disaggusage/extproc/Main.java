@@ -7,6 +7,7 @@ import io.disaggusage.extproc.cli.ReplayCommand;
 import io.disaggusage.extproc.cli.SandboxCommand;
 import io.disaggusage.extproc.cli.WorkersCommand;
 import io.disaggusage.extproc.cli.ShutdownHook;
+import io.disaggusage.extproc.cli.StartupFailure;
 import io.disaggusage.extproc.cli.Signals;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigException;
@@ -52,7 +53,8 @@ import picocli.CommandLine.Spec;
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:clean shutdown (or --help, --version, --print-config)",
-      "1:start-up failure (port in use, store unavailable)",
+      "1:start-up failure (a port in use, an unreadable TLS file, a Redis URI the client rejects); an"
+          + " unreachable Redis is not one: the server starts and passes traffic through until it connects",
       "2:invalid configuration or command line"
     })
 public final class Main implements Callable<Integer>, CommandEnvironment {
@@ -88,6 +90,16 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
               + " build runs it once to record the class-data archive (-XX:ArchiveClassesAtExit); also a"
               + " start-up check.")
   boolean exitWhenReady;
+
+  @Option(
+      names = "--on-startup-failure",
+      paramLabel = "exit|idle",
+      description =
+          "When the configuration is invalid or the server cannot start: exit (the default) with status 2 or 1,"
+              + " or idle: print the same message, serve nothing and exit with that status at SIGTERM or SIGINT. For a container in a"
+              + " pod that carries LLM traffic: Envoy then passes traffic through, where a crash-looping container"
+              + " would make the pod unready (env: DISAGG_USAGE_ON_STARTUP_FAILURE).")
+  String onStartupFailure;
 
   @Spec CommandSpec spec;
 
@@ -194,15 +206,30 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
 
   /** Runs the server until it is shut down, or prints the configuration with {@code --print-config}. */
   @Override
-  public Integer call() throws ConfigException, StartupException, InterruptedException {
-    Config config = options.load(env);
+  public Integer call() throws ConfigException, InterruptedException {
+    StartupFailure onFailure = printConfig ? StartupFailure.EXIT : StartupFailure.of(onStartupFailure, env);
+    PrintWriter err = spec.commandLine().getErr();
+    Config config;
+    try {
+      config = options.load(env);
+    } catch (ConfigException e) {
+      return onFailure.fail(e.getMessage(), EXIT_CONFIG, err);
+    }
     if (printConfig) {
       spec.commandLine().getOut().print(printedConfig(config));
       spec.commandLine().getOut().flush();
       return CommandLine.ExitCode.OK;
     }
     Logging.configure(config.logging());
-    ServerRuntime runtime = ServerRuntime.start(config);
+    ServerRuntime runtime;
+    try {
+      runtime = ServerRuntime.start(config);
+    } catch (StartupException e) {
+      return onFailure.fail("startup error: " + e.getMessage(), EXIT_STARTUP, err);
+    } catch (RuntimeException e) {
+      log.error("unexpected failure", e);
+      return onFailure.fail("error: " + e, EXIT_STARTUP, err);
+    }
     ShutdownHook hook = ShutdownHook.install(runtime::close, "disagg-usage-shutdown-hook");
     Signals signals =
         Signals.onTermination(

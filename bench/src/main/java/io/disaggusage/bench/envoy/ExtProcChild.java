@@ -3,9 +3,6 @@ package io.disaggusage.bench.envoy;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -53,7 +50,7 @@ final class ExtProcChild extends ChildProcess {
     List<String> command = List.of(java(), "-cp", System.getProperty("java.class.path"),
         NullProcessorServer.class.getName(), Integer.toString(grpc));
     ExtProcChild child = new ExtProcChild("the null processor", command, dir.resolve("null-processor.log"), grpc, false);
-    return started(child, () -> accepts(grpc), "a listening port");
+    return started(child, () -> FreePorts.accepts(grpc), "a listening port");
   }
 
   /**
@@ -72,15 +69,6 @@ final class ExtProcChild extends ChildProcess {
     } catch (RuntimeException e) {
       child.close();
       throw e;
-    }
-  }
-
-  private static boolean accepts(int port) {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", port), 500);
-      return true;
-    } catch (IOException e) {
-      return false;
     }
   }
 

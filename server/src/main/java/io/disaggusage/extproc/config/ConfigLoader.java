@@ -50,6 +50,12 @@ public final class ConfigLoader {
   public static final String ENV_LOG_LEVEL = ENV_PREFIX + "LOG_LEVEL";
 
   /**
+   * Environment variable of the {@code --on-startup-failure} flag: read by the command line before the
+   * configuration (it decides what a configuration error does), so it is not a configuration key.
+   */
+  public static final String ENV_ON_STARTUP_FAILURE = ENV_PREFIX + "ON_STARTUP_FAILURE";
+
+  /**
    * One command-line setting.
    *
    * @param key full key, e.g. {@code grpc.port}
@@ -317,6 +323,7 @@ public final class ConfigLoader {
         if (!name.startsWith(ENV_PREFIX)
             || name.equals(ENV_CONFIG_FILE)
             || name.equals(ENV_LOG_LEVEL)
+            || name.equals(ENV_ON_STARTUP_FAILURE)
             || KUBERNETES_SERVICE_LINK.matcher(name).matches()) {
           continue;
         }

@@ -34,6 +34,16 @@ public final class FreePorts {
     throw new IllegalStateException("no free port in " + LOW + "-" + HIGH);
   }
 
+  /** Whether something accepts a TCP connection on 127.0.0.1:{@code port} within half a second. */
+  public static boolean accepts(int port) {
+    try (java.net.Socket s = new java.net.Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
   private static boolean free(int port) {
     try (ServerSocket socket = new ServerSocket()) {
       socket.setReuseAddress(true); // a port whose last connection is in TIME_WAIT is fine for a listener

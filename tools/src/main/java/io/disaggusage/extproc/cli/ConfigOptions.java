@@ -10,7 +10,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 
 /**
  * The options every command that loads the configuration shares; a picocli mixin
@@ -60,6 +63,37 @@ public final class ConfigOptions {
     String fromEnv = env.get(ConfigLoader.ENV_CONFIG_FILE);
     return fromEnv == null || fromEnv.isBlank() ? Optional.empty() : Optional.of(Path.of(fromEnv.trim()));
   }
+
+  /**
+   * Rejects, as a usage error, the flags that set what {@code command}'s in-process service never reads
+   * (its listener, admin port and store back-end: {@link #NOT_READ_IN_PROCESS}), instead of ignoring them
+   * silently. The same keys in a {@code --config} file or the environment stay allowed: the production
+   * configuration may be replayed as it is.
+   */
+  public void rejectFlagsNotReadInProcess(CommandSpec command) {
+    String why = " does not apply to " + command.name() + ": its service runs in this process on a private loopback"
+        + " port with its own memory store and no admin port";
+    if (grpcPort != null) {
+      throw new ParameterException(command.commandLine(), "--grpc-port" + why);
+    }
+    if (adminPort != null) {
+      throw new ParameterException(command.commandLine(), "--admin-port" + why);
+    }
+    for (String key : settings.keySet()) {
+      if (NOT_READ_IN_PROCESS.test(key.trim())) {
+        throw new ParameterException(command.commandLine(), "--set " + key.trim() + why);
+      }
+    }
+  }
+
+  /** The keys an in-process service (demo, replay) never reads. */
+  static final Predicate<String> NOT_READ_IN_PROCESS = key ->
+      (key.startsWith("grpc.") && !key.equals("grpc.max_inbound_message_bytes"))
+          || key.startsWith("admin.")
+          || key.equals("store.type")
+          || key.startsWith("store.redis")
+          || key.equals("store.key_prefix")
+          || key.startsWith("shutdown.");
 
   /** Loads and validates the configuration from defaults, file, {@code env} and these flags. */
   public Config load(Map<String, String> env) throws ConfigException {

@@ -133,6 +133,7 @@ public final class ReplayCommand implements Callable<Integer> {
     if (chunkSize < 0) {
       throw new ParameterException(spec.commandLine(), "--chunk-size must be positive");
     }
+    options.rejectFlagsNotReadInProcess(spec);
     Config config = options.load(main.env());
     ConsoleLogging.toStandardError(config.logging());
     PrintWriter err = spec.commandLine().getErr();

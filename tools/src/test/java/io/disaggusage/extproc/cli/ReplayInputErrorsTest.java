@@ -113,6 +113,25 @@ class ReplayInputErrorsTest {
     assertInputError(CommandRun.run("replay"), "Missing required argument");
   }
 
+  /** What replay's in-process service never reads is refused, not silently ignored. */
+  @Test
+  void flagsForAListenerAnAdminPortOrAStoreBackEndAreRefused() {
+    String why = "does not apply to replay: its service runs in this process";
+    assertInputError(replayWith("--grpc-port", "9002"), "--grpc-port " + why);
+    assertInputError(replayWith("--admin-port", "9090"), "--admin-port " + why);
+    assertInputError(replayWith("--set", "store.type=redis"), "--set store.type " + why);
+    assertInputError(replayWith("--set", "store.redis_uri=redis://r:6379"), "--set store.redis_uri " + why);
+    assertInputError(replayWith("-s", "grpc.listen=unix:///tmp/x.sock"), "--set grpc.listen " + why);
+    assertInputError(replayWith("--set", "shutdown.drain_timeout=1s"), "--set shutdown.drain_timeout " + why);
+  }
+
+  @Test
+  void keysTheInProcessServiceReadsAreAccepted() {
+    CommandRun run = replayWith("--set", "store.ttl=30s", "--set", "grpc.max_inbound_message_bytes=32MiB",
+        "--set", "ordering.context_wait=1s");
+    assertThat(run.exitCode()).as(run.err()).isZero();
+  }
+
   @Test
   void anInvalidServiceConfiguration() {
     assertInputError(replayWith("--set", "ordering.context_wait=forever"), "ordering.context_wait");

@@ -2,6 +2,9 @@ package io.disaggusage.extproc.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.disaggusage.extproc.Main;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -18,7 +21,8 @@ import picocli.CommandLine.Model.OptionSpec;
 
 /**
  * {@code docs/configuration.md} cannot drift from the code: its key table is compared with {@link
- * ConfigLoader#describeKeys()} row by row, and every command-line flag must be documented.
+ * ConfigLoader#describeKeys()} row by row, and every command-line flag must be documented; the README's
+ * configuration block lists exactly the same keys.
  */
 class ConfigurationDocTest {
 
@@ -96,6 +100,28 @@ class ConfigurationDocTest {
             ConfigLoader.ENV_LOG_LEVEL,
             "## `--print-config`",
             "io.disaggusage.extproc.exchanges");
+  }
+
+  /** The README's configuration block is the one a reader copies: it lists exactly the keys --help lists. */
+  @Test
+  void readmeConfigurationBlockListsExactlyTheKeys() throws IOException {
+    String readme = Files.readString(Path.of(System.getProperty("project.root"), "README.md"));
+    int section = readme.indexOf("\n## Configuration\n");
+    assertThat(section).as("README section Configuration").isPositive();
+    int start = readme.indexOf("```yaml\n", section) + "```yaml\n".length();
+    String block = readme.substring(start, readme.indexOf("```", start));
+    JsonNode tree = new ObjectMapper(new YAMLFactory()).readTree(block);
+    List<String> keys = new ArrayList<>();
+    flatten(tree, "", keys);
+    assertThat(keys).containsExactlyInAnyOrderElementsOf(ConfigLoader.keys());
+  }
+
+  private static void flatten(JsonNode node, String prefix, List<String> out) {
+    if (!node.isObject()) {
+      out.add(prefix);
+      return;
+    }
+    node.fields().forEachRemaining(e -> flatten(e.getValue(), prefix.isEmpty() ? e.getKey() : prefix + "." + e.getKey(), out));
   }
 
   /** An empty default is written as {@code ""} in the table. */
