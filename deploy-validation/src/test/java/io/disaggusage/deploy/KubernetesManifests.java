@@ -91,6 +91,35 @@ final class KubernetesManifests {
     }
   }
 
+  /**
+   * One way the project's manifests are installed, rendered: a kustomize overlay, or the Helm chart with
+   * one of its value sets. {@code central}: the service runs as a replicated Deployment of its own.
+   */
+  record Rendering(String name, boolean central, java.util.function.Supplier<List<Source>> render) {
+    List<Source> sources() {
+      return render.get();
+    }
+
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  /** Every overlay (kustomize build) and every Helm variant that deploys workloads. */
+  static List<Rendering> renderings() {
+    List<Rendering> out = new ArrayList<>();
+    for (Path overlay : overlays()) {
+      out.add(new Rendering("overlays/" + overlayName(overlay), central(overlay), () -> renderedSources(overlay)));
+    }
+    for (String variant : new java.util.TreeSet<>(HelmChart.VARIANTS.keySet())) {
+      if (!variant.equals("sidecar-snippet")) {
+        out.add(new Rendering("helm/" + variant, true, () -> HelmChart.sources(variant)));
+      }
+    }
+    return out;
+  }
+
   static String overlayName(Path overlay) {
     return overlay.getFileName().toString();
   }

@@ -144,11 +144,11 @@ class KubernetesPolicyTest {
     return out;
   }
 
-  /** Every pod template: from the raw files always, and from each rendered overlay. */
+  /** Every pod template: from the raw files, each rendered overlay and each rendered Helm variant. */
   static Stream<Arguments> allWorkloads() {
     List<KubernetesManifests.Source> sources = new ArrayList<>(KubernetesManifests.rawObjects());
-    for (Path overlay : KubernetesManifests.overlays()) {
-      sources.addAll(KubernetesManifests.renderedSources(overlay));
+    for (KubernetesManifests.Rendering rendering : KubernetesManifests.renderings()) {
+      sources.addAll(rendering.sources());
     }
     return workloads(KubernetesManifests.typedAll(sources)).stream().map(Arguments::of);
   }
@@ -169,12 +169,17 @@ class KubernetesPolicyTest {
     return c.getName().equals(KubernetesManifests.EXTPROC_CONTAINER);
   }
 
-  static Stream<Path> overlays() {
-    return KubernetesManifests.overlays().stream();
+  /** Every kustomize overlay and every Helm variant, rendered. */
+  static Stream<KubernetesManifests.Rendering> overlays() {
+    return KubernetesManifests.renderings().stream();
   }
 
-  static Stream<Path> centralOverlays() {
-    return overlays().filter(KubernetesManifests::central);
+  static Stream<KubernetesManifests.Rendering> centralOverlays() {
+    return overlays().filter(KubernetesManifests.Rendering::central);
+  }
+
+  static List<KubernetesManifests.Typed> render(KubernetesManifests.Rendering overlay) {
+    return KubernetesManifests.typedAll(overlay.sources());
   }
 
   static List<KubernetesManifests.Typed> render(Path overlay) {
@@ -366,7 +371,7 @@ class KubernetesPolicyTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("overlays")
-  void servicesSelectExactlyOneWorkloadAndTargetItsNamedPorts(Path overlay) {
+  void servicesSelectExactlyOneWorkloadAndTargetItsNamedPorts(KubernetesManifests.Rendering overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
     List<Workload> workloads = workloads(objects);
     var services = KubernetesManifests.byName(objects, Service.class);
@@ -394,7 +399,7 @@ class KubernetesPolicyTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("overlays")
-  void podDisruptionBudgetsSelectAReplicatedWorkload(Path overlay) {
+  void podDisruptionBudgetsSelectAReplicatedWorkload(KubernetesManifests.Rendering overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
     List<Workload> workloads = workloads(objects);
     var pdbs = KubernetesManifests.byName(objects, PodDisruptionBudget.class);
@@ -418,7 +423,7 @@ class KubernetesPolicyTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("overlays")
-  void networkPoliciesOpenOnlyDeclaredContainerPorts(Path overlay) {
+  void networkPoliciesOpenOnlyDeclaredContainerPorts(KubernetesManifests.Rendering overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
     List<Workload> workloads = workloads(objects);
     var policies = KubernetesManifests.byName(objects, NetworkPolicy.class);
@@ -460,7 +465,7 @@ class KubernetesPolicyTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("overlays")
-  void extProcConfigIsMountedAtItsConfigPathAndAgreesWithPortsAndProbes(Path overlay) {
+  void extProcConfigIsMountedAtItsConfigPathAndAgreesWithPortsAndProbes(KubernetesManifests.Rendering overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
     List<Workload> withExtProc = workloads(objects).stream().filter(w -> w.extProc().isPresent()).toList();
     assertThat(withExtProc).hasSize(1);
@@ -484,7 +489,7 @@ class KubernetesPolicyTest {
     }
 
     String store = config.path("store").path("type").asText("memory");
-    boolean central = KubernetesManifests.central(overlay);
+    boolean central = overlay.central();
     if (central) {
       assertThat(store).as("central replicas share the store").isEqualTo("redis");
       assertThat(w.replicas()).isGreaterThanOrEqualTo(2);
@@ -496,7 +501,7 @@ class KubernetesPolicyTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("centralOverlays")
-  void centralNetworkPolicyAdmitsExtProcAndMetricsAndReachesTheStore(Path overlay) {
+  void centralNetworkPolicyAdmitsExtProcAndMetricsAndReachesTheStore(KubernetesManifests.Rendering overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
     Workload w = workloads(objects).stream().filter(x -> x.extProc().isPresent()).findFirst().orElseThrow();
     Container c = w.extProc().get();
@@ -574,7 +579,7 @@ class KubernetesPolicyTest {
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("centralOverlays")
-  void istioGatewayThatCallsTheCentralServiceIsInItsNamespace(Path overlay) throws IOException {
+  void istioGatewayThatCallsTheCentralServiceIsInItsNamespace(KubernetesManifests.Rendering overlay) throws IOException {
     List<KubernetesManifests.Typed> objects = render(overlay);
     Workload w = workloads(objects).stream().filter(x -> x.extProc().isPresent()).findFirst().orElseThrow();
     String namespace = w.object().getMetadata().getNamespace();

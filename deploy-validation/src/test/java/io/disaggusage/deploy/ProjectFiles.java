@@ -23,7 +23,13 @@ final class ProjectFiles {
     return root().resolve(relative);
   }
 
-  /** Every {@code .yaml}/{@code .yml} file below {@code dir} (relative to the root), sorted. */
+  /** The Helm chart: templates and values, not manifests; {@link HelmChart} renders them. */
+  static final String HELM_DIR = "deploy/helm";
+
+  /**
+   * Every {@code .yaml}/{@code .yml} file below {@code dir} (relative to the root), sorted; the Helm
+   * chart's files excepted.
+   */
   static List<Path> yamlFiles(String dir) {
     Path base = resolve(dir);
     if (!Files.isDirectory(base)) {
@@ -33,6 +39,7 @@ final class ProjectFiles {
       return files
           .filter(Files::isRegularFile)
           .filter(p -> p.toString().endsWith(".yaml") || p.toString().endsWith(".yml"))
+          .filter(p -> !p.toAbsolutePath().normalize().startsWith(resolve(HELM_DIR).toAbsolutePath().normalize()))
           .sorted()
           .toList();
     } catch (IOException e) {

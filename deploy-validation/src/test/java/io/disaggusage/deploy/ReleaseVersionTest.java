@@ -2,6 +2,7 @@ package io.disaggusage.deploy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -60,6 +61,13 @@ class ReleaseVersionTest {
     assertThat(Files.readString(ProjectFiles.resolve("deploy/Dockerfile")))
         .contains("ARG VERSION=" + projectVersion() + "\n")
         .contains("--build-arg VERSION=" + projectVersion() + " ");
+  }
+
+  @Test
+  void helmChartVersionAndAppVersionAreTheProjectVersion() throws IOException {
+    JsonNode chart = YamlDocuments.single(ProjectFiles.resolve("deploy/helm/disagg-usage-extproc/Chart.yaml"));
+    assertThat(chart.path("version").asText()).isEqualTo(projectVersion());
+    assertThat(chart.path("appVersion").asText()).isEqualTo(projectVersion());
   }
 
   @Test
