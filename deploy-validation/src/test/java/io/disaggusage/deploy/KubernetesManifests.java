@@ -160,12 +160,7 @@ final class KubernetesManifests {
 
   /** The pinned kustomize; a missing one fails with the command that installs it (never a skip). */
   static Path kustomize() {
-    Path binary = ProjectFiles.resolve(".tools/go/bin/kustomize");
-    if (!Files.isExecutable(binary)) {
-      throw new AssertionError("kustomize " + KUSTOMIZE_VERSION + " is missing at " + ProjectFiles.relative(binary)
-          + ": run scripts/install-test-tools");
-    }
-    return binary;
+    return GoTools.binary(GoTools.KUSTOMIZE);
   }
 
   /**

@@ -44,6 +44,14 @@ class KubernetesRenderTest {
     return KubernetesManifests.typedAll(KubernetesManifests.renderedSources(overlay));
   }
 
+  /** The README and docs name the release; the installer builds it and stamps it. */
+  @Test
+  void rendersWithThePinnedKustomize() throws java.io.IOException {
+    assertThat(java.nio.file.Files.readString(ProjectFiles.resolve(EnvoyBinaries.INSTALLER)))
+        .contains("kustomize_version=" + KubernetesManifests.KUSTOMIZE_VERSION + "\n");
+    assertThat(GoTools.version(GoTools.KUSTOMIZE)).isEqualTo(KubernetesManifests.KUSTOMIZE_VERSION);
+  }
+
   @Test
   void everyOverlayDirectoryHasAnExpectationAndEveryExpectationADirectory() {
     assertThat(overlays().map(KubernetesManifests::overlayName))
