@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.metrics;
 
+import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.rewrite.Outcome;
 import io.disaggusage.extproc.rewrite.Phase;
@@ -11,6 +12,7 @@ import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.core.metrics.Info;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.math.BigInteger;
 import java.util.function.BooleanSupplier;
@@ -75,6 +77,13 @@ public final class Metrics {
   public Metrics(PrometheusRegistry registry, Config.Metrics config) {
     this.registry = registry;
     this.models = new ModelLabels(config);
+    // exposed as disagg_usage_build_info (an info metric: the client adds the suffix)
+    Info.builder()
+        .name("disagg_usage_build")
+        .help("Always 1; the labels say which build and Java runtime serve (join on them in PromQL)")
+        .labelNames("version", "java_version")
+        .register(registry)
+        .setLabelValues(Version.current(), Runtime.version().toString());
     this.exchanges =
         Counter.builder()
             .name("disagg_usage_exchanges_total")
@@ -140,7 +149,43 @@ public final class Metrics {
                     + " usage event: removed, absent (none came), leaked (the client received it)")
             .labelNames("result")
             .register(registry);
+    startAtZero(config);
   }
+
+  /**
+   * Every series whose label values are known in advance exists from start-up at 0, so a dashboard's rate
+   * and an absence alert ({@code absent(...)}) work before the first exchange: each phase and outcome,
+   * store operation, injection outcome and removal result, and the tokens of each allow-listed model
+   * (and {@code other}) by kind. Models seen only at run time appear when first counted.
+   */
+  private void startAtZero(Config.Metrics config) {
+    for (Phase phase : Phase.values()) {
+      for (Outcome outcome : Outcome.values()) {
+        exchanges.labelValues(phase.label(), outcome.label());
+      }
+    }
+    for (StoreOperation operation : StoreOperation.values()) {
+      storeErrors.labelValues(operation.label);
+    }
+    for (InjectionOutcome outcome : InjectionOutcome.values()) {
+      injections.labelValues(outcome.label());
+    }
+    for (UsageRemoval result : UsageRemoval.values()) {
+      injectedUsageEvents.labelValues(result.label());
+    }
+    if (!config.models().isEmpty()) {
+      java.util.List<String> labels = new java.util.ArrayList<>(config.models());
+      labels.add(ModelLabels.OTHER);
+      for (String model : labels) {
+        for (String kind : TOKEN_KINDS) {
+          tokens.labelValues(model, kind);
+        }
+      }
+    }
+  }
+
+  /** The {@code kind} label values of {@code disagg_usage_tokens_total}. */
+  static final java.util.List<String> TOKEN_KINDS = java.util.List.of("prompt", "cached", "cached_reported", "completion");
 
   /** A fresh registry with this service's metrics only; for tests and embedded use. */
   public static Metrics standalone() {
