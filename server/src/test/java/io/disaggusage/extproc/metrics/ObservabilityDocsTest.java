@@ -34,6 +34,7 @@ class ObservabilityDocsTest {
       names.add(name + "_bucket");
       names.add(name + "_count");
       names.add(name + "_sum");
+      names.add(name + "_info"); // an info metric is exposed with the suffix
     }
     return names;
   }
