@@ -13,7 +13,10 @@ final class ServiceMetrics {
 
   private ServiceMetrics() {}
 
-  /** The exchanges of {@code phase} by outcome label, e.g. {@code rewritten -> 3}. */
+  /**
+   * The exchanges of {@code phase} by outcome label, e.g. {@code rewritten -> 3}: the outcomes that
+   * happened (the service exports every series from start-up, at 0; those are left out).
+   */
   static Map<String, Long> exchanges(ServiceProcess service, String phase) {
     Map<String, Long> byOutcome = new TreeMap<>();
     Matcher line = EXCHANGES.matcher(Http.body(service.adminUrl("/metrics")));
@@ -23,8 +26,9 @@ final class ServiceMetrics {
       while (label.find()) {
         labels.put(label.group(1), label.group(2));
       }
-      if (phase.equals(labels.get("phase"))) {
-        byOutcome.merge(labels.get("outcome"), (long) Double.parseDouble(line.group(2)), Long::sum);
+      long count = (long) Double.parseDouble(line.group(2));
+      if (phase.equals(labels.get("phase")) && count > 0) {
+        byOutcome.merge(labels.get("outcome"), count, Long::sum);
       }
     }
     return byOutcome;
