@@ -51,38 +51,47 @@ class DeployDocsTest {
   @Test
   void everyPortADeployReadmeNamesIsInTheShippedYaml() throws IOException {
     String yaml = shippedYaml();
-    Set<String> missing = new TreeSet<>();
-    int named = 0;
-    for (Path readme : deployReadmes()) {
-      Matcher m = PORT.matcher(Files.readString(readme));
-      while (m.find()) {
-        named++;
-        if (!Pattern.compile("\\b" + m.group(1) + "\\b").matcher(yaml).find()) {
-          missing.add(ProjectFiles.relative(readme) + ": " + m.group(1));
-        }
-      }
-    }
-    assertThat(named).as("ports named in the deploy READMEs").isGreaterThan(20);
-    assertThat(missing).as("ports named in a README but in no shipped YAML").isEmpty();
+    Named ports = named(PORT, port -> Pattern.compile("\\b" + port + "\\b").matcher(yaml).find());
+    assertThat(ports.count()).as("ports named in the deploy READMEs").isGreaterThan(20);
+    assertThat(ports.missing()).as("ports named in a README but in no shipped YAML").isEmpty();
   }
 
   @Test
   void everyNamespaceADeployReadmeNamesIsOneTheManifestsUse() throws IOException {
     String yaml = shippedYaml();
+    Named namespaces = named(NAMESPACE, ns ->
+        Pattern.compile("(namespace: |kubernetes.io/metadata.name: |values: \\[[^\\]]*)" + ns + "\\b").matcher(yaml).find());
+    assertThat(namespaces.count()).as("namespaces named in the deploy READMEs").isGreaterThan(3);
+    assertThat(namespaces.missing()).as("namespaces named in a README that no manifest uses").isEmpty();
+  }
+
+  /** How many names {@code pattern} found in the deploy READMEs, and those {@code inYaml} rejects. */
+  record Named(int count, Set<String> missing) {}
+
+  private static Named named(Pattern pattern, java.util.function.Predicate<String> inYaml) throws IOException {
     Set<String> missing = new TreeSet<>();
-    int named = 0;
+    int count = 0;
     for (Path readme : deployReadmes()) {
-      Matcher m = NAMESPACE.matcher(Files.readString(readme));
+      Matcher m = pattern.matcher(Files.readString(readme));
       while (m.find()) {
-        String ns = m.group(1) != null ? m.group(1) : m.group(2) != null ? m.group(2) : m.group(3);
-        named++;
-        if (!Pattern.compile("(namespace: |kubernetes.io/metadata.name: |values: \\[[^\\]]*)" + ns + "\\b").matcher(yaml).find()) {
-          missing.add(ProjectFiles.relative(readme) + ": " + ns);
+        String name = firstGroup(m);
+        count++;
+        if (!inYaml.test(name)) {
+          missing.add(ProjectFiles.relative(readme) + ": " + name);
         }
       }
     }
-    assertThat(named).as("namespaces named in the deploy READMEs").isGreaterThan(3);
-    assertThat(missing).as("namespaces named in a README that no manifest uses").isEmpty();
+    return new Named(count, missing);
+  }
+
+  /** The first capturing group that matched (the patterns are alternations of one group each). */
+  private static String firstGroup(Matcher m) {
+    for (int g = 1; g <= m.groupCount(); g++) {
+      if (m.group(g) != null) {
+        return m.group(g);
+      }
+    }
+    throw new IllegalStateException("no group matched: " + m.group());
   }
 
   @Test

@@ -61,7 +61,7 @@ class EgctlTranslateTest {
     GoTools.Run run = GoTools.run(GoTools.EGCTL, List.of("x", "translate", "--to", "gateway-api", "-o", "json",
         "-f", input(policyFile).toString()));
     assertThat(run.exitCode()).as(run.output()).isZero();
-    JsonNode statuses = YamlDocuments.JSON.readTree(run.output());
+    JsonNode statuses = YamlDocuments.JSON.readTree(run.stdout());
     List<String> conditions = new ArrayList<>();
     collectConditions(statuses, "", conditions);
     assertThat(conditions).as("status conditions").isNotEmpty()
@@ -75,7 +75,7 @@ class EgctlTranslateTest {
     GoTools.Run run = GoTools.run(GoTools.EGCTL, List.of("x", "translate", "--to", "xds", "-o", "json",
         "-f", input(policyFile).toString()));
     assertThat(run.exitCode()).as(run.output()).isZero();
-    ObjectNode bootstrap = XdsDumpBootstrap.of(YamlDocuments.JSON.readTree(run.output()));
+    ObjectNode bootstrap = XdsDumpBootstrap.of(YamlDocuments.JSON.readTree(run.stdout()));
     String text = YamlDocuments.JSON.writeValueAsString(bootstrap);
     assertThat(text).as("the ext_proc filter the policy asks for")
         .contains("\"name\":\"envoy.filters.http.ext_proc/envoyextensionpolicy/llm/")
@@ -95,7 +95,7 @@ class EgctlTranslateTest {
     GoTools.Run run = GoTools.run(GoTools.EGCTL, List.of("x", "translate", "--to", "gateway-api", "-o", "json",
         "-f", file.toString()));
     List<String> conditions = new ArrayList<>();
-    collectConditions(YamlDocuments.JSON.readTree(run.output()), "", conditions);
+    collectConditions(YamlDocuments.JSON.readTree(run.stdout()), "", conditions);
     assertThat(conditions).anyMatch(c -> c.startsWith("EnvoyExtensionPolicy/") && c.contains("status=False"));
   }
 

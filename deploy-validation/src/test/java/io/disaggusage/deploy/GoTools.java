@@ -23,8 +23,16 @@ final class GoTools {
 
   private static final long TIMEOUT_SECONDS = 120;
 
-  /** What one run printed (stdout and stderr together) and its exit code. */
-  record Run(int exitCode, String output) {}
+  /**
+   * What one run printed, stdout and stderr apart (a machine-readable stdout stays parseable whatever
+   * the tool logs), and its exit code.
+   */
+  record Run(int exitCode, String stdout, String stderr) {
+    /** Both streams, for messages and for tools that report on either. */
+    String output() {
+      return stdout + stderr;
+    }
+  }
 
   private GoTools() {}
 
@@ -53,17 +61,20 @@ final class GoTools {
     command.addAll(args);
     try {
       Path out = Files.createTempFile(name, ".out");
+      Path err = Files.createTempFile(name, ".err");
       try {
         Process p = new ProcessBuilder(command).directory(ProjectFiles.root().toFile())
-            .redirectErrorStream(true).redirectOutput(out.toFile()).start();
+            .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         p.getOutputStream().close();
         if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
           p.destroyForcibly();
           throw new AssertionError(String.join(" ", command) + " did not finish in " + TIMEOUT_SECONDS + " s");
         }
-        return new Run(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8));
+        return new Run(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8),
+            Files.readString(err, StandardCharsets.UTF_8));
       } finally {
         Files.deleteIfExists(out);
+        Files.deleteIfExists(err);
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);

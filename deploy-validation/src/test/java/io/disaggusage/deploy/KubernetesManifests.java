@@ -12,14 +12,11 @@ import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -31,7 +28,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
@@ -43,7 +39,6 @@ final class KubernetesManifests {
   static final String OVERLAYS = DIR + "/overlays";
   static final String EXTPROC_IMAGE = "ghcr.io/disagg-usage/disagg-usage-extproc:0.1.0";
   static final String EXTPROC_CONTAINER = "extproc";
-  static final long KUSTOMIZE_TIMEOUT_SECONDS = 60;
 
   /** The kinds the manifests may contain, by "apiVersion/kind". Anything else fails. */
   static final Map<String, Class<? extends HasMetadata>> KINDS = Map.of(
@@ -158,11 +153,6 @@ final class KubernetesManifests {
   /** The kustomize release the suite renders with; scripts/install-test-tools builds it into .tools/go/bin. */
   static final String KUSTOMIZE_VERSION = "v5.7.1";
 
-  /** The pinned kustomize; a missing one fails with the command that installs it (never a skip). */
-  static Path kustomize() {
-    return GoTools.binary(GoTools.KUSTOMIZE);
-  }
-
   /**
    * The documents {@code kustomize build <overlay>} prints, rendered once per overlay per test run. A
    * failing render throws.
@@ -173,48 +163,12 @@ final class KubernetesManifests {
 
   private static List<JsonNode> render(Path overlay) {
     String relative = ProjectFiles.relative(overlay);
-    ProcessBuilder pb = new ProcessBuilder(kustomize().toString(), "build", relative)
-        .directory(ProjectFiles.root().toFile())
-        .redirectErrorStream(false);
-    try {
-      Path stderr = Files.createTempFile("kustomize", ".err");
-      try {
-        pb.redirectError(stderr.toFile());
-        Process p = pb.start();
-        p.getOutputStream().close();
-        byte[] out;
-        try (InputStream in = p.getInputStream()) {
-          ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-          Thread reader = new Thread(() -> {
-            try {
-              in.transferTo(buffer);
-            } catch (IOException e) {
-              throw new UncheckedIOException(e);
-            }
-          });
-          reader.start();
-          if (!p.waitFor(KUSTOMIZE_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new IllegalStateException("kustomize build " + relative + " did not finish in "
-                + KUSTOMIZE_TIMEOUT_SECONDS + " s");
-          }
-          reader.join(TimeUnit.SECONDS.toMillis(KUSTOMIZE_TIMEOUT_SECONDS));
-          out = buffer.toByteArray();
-        }
-        if (p.exitValue() != 0) {
-          throw new IllegalStateException("kustomize build " + relative + " failed (exit " + p.exitValue() + "): "
-              + Files.readString(stderr));
-        }
-        return parseStream(new String(out, StandardCharsets.UTF_8), "kustomize build " + relative);
-      } finally {
-        Files.deleteIfExists(stderr);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
+    GoTools.Run run = GoTools.run(GoTools.KUSTOMIZE, List.of("build", relative));
+    if (run.exitCode() != 0) {
+      throw new IllegalStateException("kustomize build " + relative + " failed (exit " + run.exitCode() + "): "
+          + run.stderr());
     }
+    return parseStream(run.stdout(), "kustomize build " + relative);
   }
 
   /** A multi-document YAML stream, read strictly (duplicate keys fail). */
