@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * One version everywhere (CHANGELOG.md, "the version scheme"): the Maven project version is the tag of
- * every image reference the project ships (manifests, READMEs, docs, the Dockerfile), the image's
+ * every image reference the project ships (manifests, READMEs, docs) and so of the image image/pom.xml builds, its
  * version label, and a CHANGELOG section; the project is Apache-2.0 in the pom and in LICENSE.
  */
 class ReleaseVersionTest {
@@ -57,13 +57,6 @@ class ReleaseVersionTest {
   }
 
   @Test
-  void dockerfileLabelsTheImageWithTheProjectVersion() throws IOException {
-    assertThat(Files.readString(ProjectFiles.resolve("deploy/Dockerfile")))
-        .contains("ARG VERSION=" + projectVersion() + "\n")
-        .contains("--build-arg VERSION=" + projectVersion() + " ");
-  }
-
-  @Test
   void helmChartVersionAndAppVersionAreTheProjectVersion() throws IOException {
     JsonNode chart = YamlDocuments.single(ProjectFiles.resolve("deploy/helm/disagg-usage-extproc/Chart.yaml"));
     assertThat(chart.path("version").asText()).isEqualTo(projectVersion());
@@ -85,7 +78,7 @@ class ReleaseVersionTest {
     assertThat(ProjectFiles.resolve("SECURITY.md")).exists();
   }
 
-  /** README, docs, deploy, istio and the Dockerfile: what a user copies from. */
+  /** README, docs, deploy and istio: what a user copies from. */
   static List<Path> shippedTextFiles() throws IOException {
     List<Path> files = new ArrayList<>();
     files.add(ProjectFiles.resolve("README.md"));
@@ -93,7 +86,7 @@ class ReleaseVersionTest {
       try (Stream<Path> walk = Files.walk(ProjectFiles.resolve(dir))) {
         walk.filter(Files::isRegularFile)
             .filter(f -> SKIPPED_DIRS.stream().noneMatch(d -> ("/" + ProjectFiles.relative(f)).contains("/" + d + "/")))
-            .filter(f -> f.toString().matches(".*\\.(md|yaml|yml)$") || f.getFileName().toString().equals("Dockerfile"))
+            .filter(f -> f.toString().matches(".*\\.(md|yaml|yml)$"))
             .forEach(files::add);
       }
     }

@@ -34,14 +34,17 @@ final class ServiceProcess extends ChildProcess {
   private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+|JAVA_TOOL_OPTIONS)=(.*)");
 
   private final String name;
+  private final List<String> launcher;
   private final int grpcPort;
   private final int adminPort;
   private final List<String> settings;
   private final Map<String, String> environment;
 
-  private ServiceProcess(String name, int grpcPort, int adminPort, List<String> settings, Map<String, String> environment) {
+  private ServiceProcess(String name, List<String> launcher, int grpcPort, int adminPort, List<String> settings,
+      Map<String, String> environment) {
     super(Duration.ofSeconds(10));
     this.name = name;
+    this.launcher = List.copyOf(launcher);
     this.grpcPort = grpcPort;
     this.adminPort = adminPort;
     this.settings = List.copyOf(settings);
@@ -54,6 +57,11 @@ final class ServiceProcess extends ChildProcess {
    * an environment variable, as a container would set it; the others are command-line arguments.
    */
   static ServiceProcess create(String name, String... extra) {
+    return create(name, InstalledTools.serviceCommand(), extra);
+  }
+
+  /** {@link #create(String, String...)} started by {@code launcher} instead of the README's command. */
+  static ServiceProcess create(String name, List<String> launcher, String... extra) {
     try {
       java.nio.file.Files.deleteIfExists(Tools.logs().resolve(name + ".log")); // restarts append; runs do not
     } catch (java.io.IOException e) {
@@ -69,7 +77,7 @@ final class ServiceProcess extends ChildProcess {
         settings.add(setting);
       }
     }
-    return new ServiceProcess(name, FreePorts.next(), FreePorts.next(), settings, environment);
+    return new ServiceProcess(name, launcher, FreePorts.next(), FreePorts.next(), settings, environment);
   }
 
   /** Creates and starts one, waiting until {@code /readyz} answers 200. */
@@ -85,7 +93,7 @@ final class ServiceProcess extends ChildProcess {
     if (process != null && process.isAlive()) {
       throw new IllegalStateException(name + " is running");
     }
-    List<String> command = new ArrayList<>(InstalledTools.serviceCommand());
+    List<String> command = new ArrayList<>(launcher);
     command.addAll(List.of("--grpc-port", Integer.toString(grpcPort), "--admin-port", Integer.toString(adminPort)));
     command.addAll(settings);
     process = Processes.start(command, environment, log(), log());

@@ -1,6 +1,7 @@
 package io.disaggusage.e2e;
 
 import io.disaggusage.extproc.testkit.FreePorts;
+import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,13 +26,21 @@ final class Stack implements AutoCloseable {
 
   /** Starts services (ready), then Envoy, then waits until Envoy's health checks pass them. */
   static Stack start(String name, String release, int replicas, String... serviceSettings) {
+    return start(name, release, replicas, InstalledTools.serviceCommand(), serviceSettings);
+  }
+
+  /** {@link #start(String, String, int, String...)} with services started by {@code launcher}. */
+  static Stack start(String name, String release, int replicas, List<String> launcher, String... serviceSettings) {
     Worker context = new Worker(name + "-context");
     Worker generation = new Worker(name + "-generation");
     List<ServiceProcess> services = new ArrayList<>();
     EnvoyProcess envoy = null;
     try {
       for (int i = 0; i < replicas; i++) {
-        services.add(ServiceProcess.started(name + "-service-" + i, serviceSettings));
+        ServiceProcess service = ServiceProcess.create(name + "-service-" + i, launcher, serviceSettings);
+        services.add(service);
+        service.start();
+        service.awaitReady(Duration.ofSeconds(30));
       }
       envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology(context, generation, services));
       envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
