@@ -2,6 +2,7 @@ package io.disaggusage.e2e;
 
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,6 +32,17 @@ final class Stack implements AutoCloseable {
 
   /** {@link #start(String, String, int, String...)} with services started by {@code launcher}. */
   static Stack start(String name, String release, int replicas, List<String> launcher, String... serviceSettings) {
+    return start(name, release, replicas, launcher,
+        topology -> ShippedBootstrap.rewrite(Tools.shippedBootstrap(), topology), serviceSettings);
+  }
+
+  /**
+   * {@link #start(String, String, int, List, String...)} with Envoy running the bootstrap {@code bootstrap}
+   * makes for the test's ports (a shipped variant of deploy/envoy/envoy.yaml, say).
+   */
+  static Stack start(String name, String release, int replicas, List<String> launcher,
+      java.util.function.Function<Topology, com.fasterxml.jackson.databind.node.ObjectNode> bootstrap,
+      String... serviceSettings) {
     Worker context = new Worker(name + "-context");
     Worker generation = new Worker(name + "-generation");
     List<ServiceProcess> services = new ArrayList<>();
@@ -42,7 +54,8 @@ final class Stack implements AutoCloseable {
         service.start();
         service.awaitReady(Duration.ofSeconds(30));
       }
-      envoy = EnvoyProcess.start(name + "-envoy-" + release, release, topology(context, generation, services));
+      Topology topology = topology(context, generation, services);
+      envoy = EnvoyProcess.start(name + "-envoy-" + release, release, bootstrap.apply(topology), topology);
       envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
       return new Stack(context, generation, services, envoy);
     } catch (RuntimeException | AssertionError e) {

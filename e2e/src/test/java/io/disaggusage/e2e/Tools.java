@@ -81,6 +81,11 @@ public final class Tools {
     return installed("pd-sidecar", "llm-d's pd-sidecar");
   }
 
+  /** The OpenTelemetry Collector built from scripts/otelcol (OTLP receiver, file exporter). */
+  public static Path otelcol() {
+    return installed("otelcol", "the OpenTelemetry Collector (scripts/otelcol)");
+  }
+
   public static Path redisServer() {
     return installed("redis-server", "redis-server");
   }

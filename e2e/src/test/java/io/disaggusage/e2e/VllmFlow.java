@@ -64,6 +64,28 @@ final class VllmFlow {
         DECODE_REQUEST.getBytes(StandardCharsets.UTF_8));
   }
 
+  /**
+   * A chat-completions pair through the stack's Envoy, whatever its workers answer: the prefill leg
+   * (JSON), then the decode leg under the same request id, streamed or not; both must answer 200. The
+   * decode answer's body.
+   */
+  static String chatPair(Stack stack, String requestId, boolean stream) {
+    String decode = "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+        + "\"stream\":" + stream + (stream ? ",\"stream_options\":{\"include_usage\":true}" : "")
+        + ",\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
+    Answer prefill = prefill(stack, requestId);
+    if (prefill.status() != 200) {
+      throw new AssertionError("prefill leg answered " + prefill.status());
+    }
+    Answer answer = Orchestrator.postAndWait(stack.envoy.generationUrl("/v1/chat/completions"),
+        Map.of("x-request-id", requestId), decode.getBytes(StandardCharsets.UTF_8));
+    String body = new String(answer.body(), StandardCharsets.UTF_8);
+    if (answer.status() != 200) {
+      throw new AssertionError("decode leg answered " + answer.status() + ": " + body);
+    }
+    return body;
+  }
+
   /** Both legs; the decode answer. */
   Answer run(Stack stack, String requestId) {
     Answer prefill = prefill(stack, requestId);

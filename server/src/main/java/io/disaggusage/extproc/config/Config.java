@@ -219,11 +219,48 @@ public record Config(
    *     distinct models seen
    * @param maxModels with no allow-list, how many distinct models get their own label value; every
    *     other model is counted as {@code other}
+   * @param otlp OpenTelemetry metrics pushed over OTLP, off unless an endpoint is set
    */
-  public record Metrics(@Default("") List<String> models, @Default("20") int maxModels) {
+  public record Metrics(@Default("") List<String> models, @Default("20") int maxModels, Otlp otlp) {
 
     public Metrics {
       models = List.copyOf(models);
+    }
+
+    /** The model bounds alone, with the OTLP export off. */
+    public Metrics(List<String> models, int maxModels) {
+      this(models, maxModels, Otlp.OFF);
+    }
+  }
+
+  /**
+   * {@code metrics.otlp.*}: OpenTelemetry metrics with the GenAI names ({@code gen_ai.client.token.usage})
+   * pushed over OTLP/HTTP (protobuf) to a collector, beside {@code /metrics}. Off unless an endpoint is set.
+   *
+   * @param endpoint the collector's OTLP/HTTP base URL, e.g. {@code http://otel-collector:4318}
+   *     ({@code /v1/metrics} is appended); empty turns the export off
+   * @param interval how often the metrics are pushed
+   * @param timeout how long one push may take before it is dropped
+   * @param headers {@code name=value} pairs sent with every push (a collector's authentication);
+   *     never logged
+   */
+  public record Otlp(
+      @Default("") String endpoint,
+      @Default("1m") Duration interval,
+      @Default("10s") Duration timeout,
+      @Default("") List<String> headers) {
+
+    /** The export off, with the default interval and timeout. */
+    public static final Otlp OFF = new Otlp("", Duration.ofSeconds(60), Duration.ofSeconds(10), List.of());
+
+    public Otlp {
+      endpoint = endpoint.trim();
+      headers = List.copyOf(headers);
+    }
+
+    /** True when metrics are pushed. */
+    public boolean enabled() {
+      return !endpoint.isEmpty();
     }
   }
 

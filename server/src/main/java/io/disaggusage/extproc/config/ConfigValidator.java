@@ -31,6 +31,11 @@ final class ConfigValidator {
   private static final Duration MAX_REDIS_TIMEOUT = Duration.ofSeconds(5);
   /** The shortest positive duration: "must be positive" is "at least this". */
   private static final Duration POSITIVE = Duration.ofNanos(1);
+  /** A collector pushed to more often than each second gains nothing; an hour is the longest sensible. */
+  private static final Duration MIN_OTLP_INTERVAL = Duration.ofSeconds(1);
+  private static final Duration MAX_OTLP_DURATION = Duration.ofHours(1);
+  /** An HTTP header name (RFC 9110 token). */
+  private static final Pattern HEADER_NAME = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
 
   private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9_.-]+");
   private static final Pattern KEY_PREFIX = Pattern.compile("[A-Za-z0-9_.:-]{1,64}");
@@ -58,6 +63,7 @@ final class ConfigValidator {
     positive("limits.max_usage_bytes", limits.maxUsageBytes());
     positive("limits.max_key_bytes", limits.maxKeyBytes());
     range("metrics.max_models", config.metrics().maxModels(), 0, 1000, "must be between 0 and 1000");
+    validateOtlp(config.metrics().otlp());
     range("limits.max_waiters", limits.maxWaiters(), 0, Long.MAX_VALUE, "must be 0 or more");
     positive("store.max_entries", store.maxEntries());
     Duration wait = config.ordering().contextWait();
@@ -250,5 +256,31 @@ final class ConfigValidator {
       return "\"" + text + "\" has no host (expected e.g. redis://redis.example:6379)";
     }
     return null;
+  }
+
+  private void validateOtlp(Config.Otlp otlp) {
+    if (otlp.enabled()) {
+      try {
+        java.net.URI uri = new java.net.URI(otlp.endpoint());
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+        if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
+          problems.invalid("metrics.otlp.endpoint",
+              "\"" + otlp.endpoint() + "\" must be an http:// or https:// URL with a host, e.g. http://otel-collector:4318");
+        }
+      } catch (java.net.URISyntaxException e) {
+        problems.invalid("metrics.otlp.endpoint", "\"" + otlp.endpoint() + "\" is not a URL: " + e.getReason());
+      }
+    }
+    duration("metrics.otlp.interval", otlp.interval(), MIN_OTLP_INTERVAL, "must be at least 1s", MAX_OTLP_DURATION);
+    duration("metrics.otlp.timeout", otlp.timeout(), POSITIVE, "must be positive", MAX_OTLP_DURATION);
+    for (String header : otlp.headers()) {
+      int eq = header.indexOf('=');
+      if (eq <= 0 || !HEADER_NAME.matcher(header.substring(0, eq).trim()).matches()) {
+        // the value may be a secret: only the part before '=' is quoted
+        problems.invalid("metrics.otlp.headers",
+            "each entry must be name=value with a header name before '=', got one starting \""
+                + header.substring(0, Math.max(0, Math.min(eq, 40))) + "\"");
+      }
+    }
   }
 }

@@ -73,6 +73,8 @@ public final class Metrics {
   private final Counter waitsRefused;
   private final Counter injections;
   private final Counter injectedUsageEvents;
+  /** Where exchanges and token figures go besides the registry; set once at start-up. */
+  private volatile ExchangeMeter alsoTo = ExchangeMeter.NONE;
 
   public Metrics(PrometheusRegistry registry, Config.Metrics config) {
     this.registry = registry;
@@ -196,8 +198,23 @@ public final class Metrics {
     return registry;
   }
 
+  /** Reports every exchange and generation usage to {@code meter} too (the OTLP export). */
+  public void alsoTo(ExchangeMeter meter) {
+    this.alsoTo = meter;
+  }
+
   public void exchange(Phase phase, Outcome outcome) {
     exchanges.labelValues(phase.label(), outcome.label()).inc();
+    alsoTo.exchange(phase, outcome);
+  }
+
+  /** Counts the usage a generation response carried to the client, for the exchange's outcome. */
+  public void generation(String model, UsageFigures figures, Outcome outcome) {
+    if (figures == null) {
+      return;
+    }
+    tokens(model, figures);
+    alsoTo.generation(models.label(model), figures, outcome);
   }
 
   /** Current count for one (phase, outcome) pair; for tests and the admin page. */

@@ -5,6 +5,7 @@ import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.metrics.Metrics;
+import io.disaggusage.extproc.otel.OtlpMetricsExport;
 import io.disaggusage.extproc.store.ContextUsageStore;
 import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.store.RedisContextUsageStore;
@@ -69,6 +70,7 @@ public final class ServerRuntime implements AutoCloseable {
   private GrpcListener listener;
   private Server grpcServer;
   private AdminServer adminServer;
+  private OtlpMetricsExport otlp;
   private volatile boolean serving;
   private Duration startupTime = Duration.ZERO;
 
@@ -107,6 +109,13 @@ public final class ServerRuntime implements AutoCloseable {
     metrics.registerStoreSize(store::size);
     metrics.registerStoreReady(store::isReady);
     log.debug("store {} open after {} ms", config.store().type(), millisSince(begin));
+    Config.Otlp otlpConfig = config.metrics().otlp();
+    if (otlpConfig.enabled()) {
+      otlp = OtlpMetricsExport.start(otlpConfig);
+      metrics.alsoTo(otlp);
+      log.info("pushing OpenTelemetry metrics over OTLP/HTTP to {} every {}", redacted(otlpConfig.endpoint()),
+          ConfigLoader.formatDuration(otlpConfig.interval()));
+    }
     // The JVM collectors take 60-130 ms to set up (MXBean lookups): registered on a thread of their own
     // beside the warm-up, and awaited before /metrics opens, so no scrape sees the service without them.
     CompletableFuture<Void> jvmMetrics =
@@ -150,6 +159,11 @@ public final class ServerRuntime implements AutoCloseable {
         listener.describe(grpcServer),
         adminPort(),
         config.store().type().name().toLowerCase(Locale.ROOT));
+  }
+
+  /** The URL without a user-info part, which could hold a credential. */
+  private static String redacted(String url) {
+    return url.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1");
   }
 
   /** What the real server and the warm-up's twin of it serve, and their message size limit. */
@@ -377,6 +391,9 @@ public final class ServerRuntime implements AutoCloseable {
     }
     if (adminServer != null) {
       adminServer.close();
+    }
+    if (otlp != null) {
+      otlp.close(); // the last exchanges' numbers go out before the process ends
     }
     if (store != null) {
       try {

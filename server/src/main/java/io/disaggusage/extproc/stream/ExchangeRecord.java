@@ -93,7 +93,7 @@ final class ExchangeRecord {
   void countGeneration(ExchangeReport report) {
     if (!reported) {
       generationReport = report;
-      metrics.tokens(report.model() != null ? report.model() : model, report.figures());
+      metrics.generation(report.model() != null ? report.model() : model, report.figures(), report.outcome());
       report(Phase.GENERATION, report.outcome());
     }
   }

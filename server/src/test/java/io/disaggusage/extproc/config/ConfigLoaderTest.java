@@ -265,6 +265,10 @@ class ConfigLoaderTest {
     changed.put("limits.max_waiters", "15");
     changed.put("metrics.models", "m1,m2");
     changed.put("metrics.max_models", "5");
+    changed.put("metrics.otlp.endpoint", "http://otel-collector:4318");
+    changed.put("metrics.otlp.interval", "15s");
+    changed.put("metrics.otlp.timeout", "2s");
+    changed.put("metrics.otlp.headers", "x-tenant=a,authorization=Basic b");
     changed.put("logging.format", "json");
     changed.put("logging.level", "warn");
     changed.put("shutdown.drain_timeout", "0s");
@@ -303,10 +307,19 @@ class ConfigLoaderTest {
                     true),
                 new Config.Metadata("ns"),
                 new Config.Limits(11, 12, 13, 14, 15),
-                new Config.Metrics(List.of("m1", "m2"), 5),
+                new Config.Metrics(List.of("m1", "m2"), 5, new Config.Otlp("http://otel-collector:4318",
+                    Duration.ofSeconds(15), Duration.ofSeconds(2), List.of("x-tenant=a", "authorization=Basic b"))),
                 new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN),
                 new Config.Shutdown(Duration.ZERO),
                 new Config.Streaming(true)));
+  }
+
+  /** A header entry is name=value; the message quotes the name part only, the value may be a secret. */
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"Bearer s3cret", "x tenant=s3cret", "=s3cret"})
+  void anOtlpHeaderThatIsNotNameEqualsValueIsRefusedWithoutItsValue(String header) {
+    ConfigException e = failure(() -> ConfigLoader.load(null, Map.of(ConfigLoader.envName("metrics.otlp.headers"), header)));
+    assertThat(e.getMessage()).contains("metrics.otlp.headers: each entry must be name=value").doesNotContain("s3cret");
   }
 
   @Test
@@ -441,7 +454,15 @@ class ConfigLoaderTest {
         arguments(Map.of("store.key_prefix", "{tag}:"), "store.key_prefix: \"{tag}:\" must be 1 to 64 characters"),
         arguments(Map.of("store.redis_timeout", "0ms"), "store.redis_timeout: must be between 1ms and 5s, got 0s"),
         arguments(Map.of("store.redis_timeout", "10s"), "store.redis_timeout: must be between 1ms and 5s, got 10s"),
-        arguments(Map.of("store.redis_cluster", "maybe"), "store.redis_cluster: invalid boolean \"maybe\""));
+        arguments(Map.of("store.redis_cluster", "maybe"), "store.redis_cluster: invalid boolean \"maybe\""),
+        arguments(Map.of("metrics.otlp.endpoint", "otel-collector:4318"),
+            "metrics.otlp.endpoint: \"otel-collector:4318\" must be an http:// or https:// URL with a host"),
+        arguments(Map.of("metrics.otlp.endpoint", "grpc://otel-collector:4317"),
+            "metrics.otlp.endpoint: \"grpc://otel-collector:4317\" must be an http:// or https:// URL"),
+        arguments(Map.of("metrics.otlp.endpoint", "http://otel collector"), "metrics.otlp.endpoint: \"http://otel collector\" is not a URL"),
+        arguments(Map.of("metrics.otlp.interval", "100ms"), "metrics.otlp.interval: must be at least 1s, got 100ms"),
+        arguments(Map.of("metrics.otlp.interval", "2h"), "metrics.otlp.interval: must be at most 1h, got 2h"),
+        arguments(Map.of("metrics.otlp.timeout", "0s"), "metrics.otlp.timeout: must be positive, got 0s"));
   }
 
   @ParameterizedTest
