@@ -25,7 +25,8 @@ final class HelmChart {
       "defaults", Map.of(),
       "external-redis", Map.of("redis.bundled", false, "redis.external.uriSecret.name", "disagg-usage-redis"),
       "monitored", Map.of("serviceMonitor.enabled", true, "podMonitor.enabled", true, "replicaCount", 3,
-          "extraEnv[0].name", "DISAGG_USAGE_LOGGING_FORMAT", "extraEnv[0].value", "json"),
+          "extraEnv[0].name", "DISAGG_USAGE_LOGGING_FORMAT", "extraEnv[0].value", "json",
+          "config.metrics.otlp.endpoint", "http://otel-collector.monitoring:4318"),
       "sidecar-snippet", Map.of("sidecarSnippet.enabled", true));
 
   /** Prometheus Operator kinds the chart renders behind a flag; checked apart from the typed objects. */

@@ -44,6 +44,21 @@ class HelmChartTest {
         .as("one replica may use the memory store").contains("type: memory");
   }
 
+  /** The shipped NetworkPolicy would block the OTLP push: with an endpoint set, the collector's port is open. */
+  @Test
+  void anOtlpEndpointOpensEgressToTheCollectorsPort() {
+    assertThat(egressPorts("monitored")).contains(4318);
+    assertThat(egressPorts("defaults")).doesNotContain(4318);
+  }
+
+  private static List<Integer> egressPorts(String variant) {
+    List<Integer> ports = new java.util.ArrayList<>();
+    HelmChart.rendered(variant).stream().filter(n -> n.path("kind").asText().equals("NetworkPolicy"))
+        .filter(n -> n.at("/spec/podSelector/matchLabels").toString().contains("disagg-usage-extproc"))
+        .forEach(n -> n.at("/spec/egress").forEach(rule -> rule.path("ports").forEach(p -> ports.add(p.path("port").asInt()))));
+    return ports;
+  }
+
   @Test
   void sidecarSnippetCannotMakeTheOrchestratorsPodUnready() throws Exception {
     List<JsonNode> rendered = HelmChart.rendered("sidecar-snippet");
