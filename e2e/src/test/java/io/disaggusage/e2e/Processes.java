@@ -58,6 +58,7 @@ final class Processes {
 
   /** SIGKILL, and waits until the process is gone. */
   static void kill(Process process) {
+    process.descendants().forEach(ProcessHandle::destroyForcibly); // see stop: a launcher's child can outlive it
     signal(process, "KILL");
     try {
       process.waitFor();
@@ -67,14 +68,29 @@ final class Processes {
   }
 
   /** Ends a process: SIGTERM, then SIGKILL after {@code grace}. */
+  /**
+   * SIGTERM to the process and to every process it started, then SIGKILL to those still alive after
+   * {@code grace}. The descendants are signalled too because a launcher's child can outlive it: the
+   * image's entrypoint runs under {@code unshare --setuid}, and a change of user clears the
+   * parent-death signal that would otherwise stop it with unshare.
+   */
   static void stop(Process process, Duration grace) {
     if (process == null || !process.isAlive()) {
       return;
     }
+    java.util.List<ProcessHandle> descendants = process.descendants().toList();
     process.destroy();
+    descendants.forEach(ProcessHandle::destroy);
     try {
       if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
         process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+      }
+      long deadline = System.nanoTime() + grace.toNanos();
+      for (ProcessHandle descendant : descendants) {
+        while (descendant.isAlive() && System.nanoTime() < deadline) {
+          Thread.sleep(20);
+        }
+        descendant.destroyForcibly();
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
