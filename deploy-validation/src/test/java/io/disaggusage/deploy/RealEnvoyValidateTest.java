@@ -48,7 +48,7 @@ class RealEnvoyValidateTest {
    * A shipped bootstrap that says in a comment line "Needs Envoy X.Y or later" is judged by the
    * releases from X.Y on, and the older pinned releases must refuse it (so the comment is true).
    */
-  private static final Pattern NEEDS = Pattern.compile("(?m)^# .*Needs Envoy (\\d+)\\.(\\d+) or later");
+  private static final Pattern NEEDS = Pattern.compile("(?m)^# .*Needs Envoy (\\d+\\.\\d+) or later");
   /**
    * The one warning a shipped file may draw: Envoy marks its alpha filters' protos work-in-progress and
    * says so for each use (ai_protocol_manager, Envoy 1.40). The file's header says it is alpha.
@@ -58,21 +58,26 @@ class RealEnvoyValidateTest {
 
   /** One configuration for Envoy: a shipped file as it is, or a bootstrap assembled around a piece. */
   record Config(String name, Path shippedFile, JsonNode assembled) {
-    /** The oldest release (major, minor) the file says it needs; 0.0 for all. */
-    int[] needs() throws java.io.IOException {
+    /** The oldest release the file says it needs ("Needs Envoy 1.40 or later"): {1, 40}; {} for any. */
+    int[] needs() {
       if (shippedFile == null) {
-        return new int[] {0, 0};
+        return new int[0];
       }
-      Matcher m = NEEDS.matcher(Files.readString(shippedFile));
-      return m.find() ? new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))} : new int[] {0, 0};
+      try {
+        Matcher m = NEEDS.matcher(Files.readString(shippedFile));
+        return m.find() ? numbers(m.group(1)) : new int[0];
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
     }
 
-    boolean judgedBy(String release) throws java.io.IOException {
-      String[] parts = release.split("\\.");
-      int[] needs = needs();
-      int major = Integer.parseInt(parts[0]);
-      int minor = Integer.parseInt(parts[1]);
-      return major > needs[0] || (major == needs[0] && minor >= needs[1]);
+    /** Whether {@code release} (e.g. 1.36.2) is one this configuration is meant for. */
+    boolean judgedBy(String release) {
+      return java.util.Arrays.compare(numbers(release), needs()) >= 0;
+    }
+
+    private static int[] numbers(String version) {
+      return java.util.Arrays.stream(version.split("\\.")).mapToInt(Integer::parseInt).toArray();
     }
 
     static Config shipped(Path file) {
@@ -128,13 +133,8 @@ class RealEnvoyValidateTest {
 
   private static Stream<Arguments> releasesAndConfigs(boolean judged) {
     List<Config> configs = configs();
-    return EnvoyBinaries.releases().stream().flatMap(r -> configs.stream().filter(c -> {
-      try {
-        return c.judgedBy(r) == judged;
-      } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    }).map(c -> Arguments.of(r, c)));
+    return EnvoyBinaries.releases().stream()
+        .flatMap(r -> configs.stream().filter(c -> c.judgedBy(r) == judged).map(c -> Arguments.of(r, c)));
   }
 
   @ParameterizedTest(name = "Envoy {0} refuses {1}, which says it needs a newer Envoy")

@@ -89,14 +89,10 @@ class AiGatewayOrderTest {
    * cached count in the access log.
    */
   static ObjectNode withAiGateway(ObjectNode bootstrap, int aigwPort, boolean before) {
-    ObjectNode listener = (ObjectNode) bootstrap.at("/static_resources/listeners/1");
-    assertThat(listener.path("name").asText()).isEqualTo("generation_egress");
+    ObjectNode listener = ShippedBootstrap.named(bootstrap.path("static_resources"), "listeners", "generation_egress");
     ObjectNode hcm = (ObjectNode) listener.at("/filter_chains/0/filters/0/typed_config");
-    ArrayNode filters = (ArrayNode) hcm.path("http_filters");
-    int ours = 0;
-    while (!filters.get(ours).path("name").asText().equals("envoy.filters.http.ext_proc")) {
-      ours++;
-    }
+    ArrayNode filters = ShippedBootstrap.httpFilters(bootstrap, "generation_egress");
+    int ours = ShippedBootstrap.indexOf(filters, "envoy.filters.http.ext_proc");
     filters.insert(before ? ours : ours + 1, ShippedBootstrap.YAML.valueToTree(Map.of(
         "name", AIGW_FILTER,
         "typed_config", Map.of(
@@ -112,39 +108,35 @@ class AiGatewayOrderTest {
         " aigw_cached_input_tokens=%DYNAMIC_METADATA(io.envoy.ai_gateway:cached_input_tokens)%\n"));
 
     ArrayNode clusters = (ArrayNode) bootstrap.at("/static_resources/clusters");
-    for (JsonNode cluster : clusters) {
-      if (cluster.path("name").asText().equals("generation")) {
-        ObjectNode generation = (ObjectNode) cluster;
-        assertThat(generation.has("typed_extension_protocol_options")).as("the generation cluster's own options").isFalse();
-        generation.set("typed_extension_protocol_options", ShippedBootstrap.YAML.valueToTree(Map.of(
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions", Map.of(
-                "@type", "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-                "explicit_http_config", Map.of("http_protocol_options", Map.of()),
-                "http_filters", List.of(
-                    Map.of("name", "aigateway_upstream_extproc", "typed_config", Map.of(
-                        "@type", "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
-                        "allow_mode_override", true,
-                        "request_attributes", List.of(
-                            "xds.upstream_host_metadata.filter_metadata['aigateway.envoy.io']['per_route_rule_backend_name']"),
-                        "processing_mode", Map.of("request_header_mode", "SEND", "request_body_mode", "NONE",
-                            "response_header_mode", "SKIP", "response_body_mode", "NONE"),
-                        "grpc_service", Map.of("envoy_grpc", Map.of("cluster_name", "aigw_extproc"), "timeout", "30s"),
-                        "message_timeout", "60s",
-                        "metadata_options", Map.of("receiving_namespaces", Map.of("untyped", List.of("io.envoy.ai_gateway"))))),
-                    Map.of("name", "envoy.filters.http.header_mutation", "typed_config", Map.of(
-                        "@type", "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
-                        "mutations", Map.of("request_mutations", List.of(Map.of("append", Map.of(
-                            "append_action", "ADD_IF_ABSENT",
-                            "header", Map.of("key", "content-length",
-                                "value", "%DYNAMIC_METADATA(io.envoy.ai_gateway:content_length)%"))))))),
-                    Map.of("name", "envoy.filters.http.upstream_codec", "typed_config", Map.of(
-                        "@type", "type.googleapis.com/envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec")))))));
-        for (JsonNode endpoints : generation.at("/load_assignment/endpoints")) {
-          for (JsonNode endpoint : endpoints.path("lb_endpoints")) {
-            ((ObjectNode) endpoint).set("metadata", ShippedBootstrap.YAML.valueToTree(Map.of(
-                "filter_metadata", Map.of("aigateway.envoy.io", Map.of("per_route_rule_backend_name", BACKEND)))));
-          }
-        }
+    ObjectNode generation = ShippedBootstrap.named(bootstrap.path("static_resources"), "clusters", "generation");
+    assertThat(generation.has("typed_extension_protocol_options")).as("the generation cluster's own options").isFalse();
+    generation.set("typed_extension_protocol_options", ShippedBootstrap.YAML.valueToTree(Map.of(
+        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions", Map.of(
+            "@type", "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+            "explicit_http_config", Map.of("http_protocol_options", Map.of()),
+            "http_filters", List.of(
+                Map.of("name", "aigateway_upstream_extproc", "typed_config", Map.of(
+                    "@type", "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
+                    "allow_mode_override", true,
+                    "request_attributes", List.of(
+                        "xds.upstream_host_metadata.filter_metadata['aigateway.envoy.io']['per_route_rule_backend_name']"),
+                    "processing_mode", Map.of("request_header_mode", "SEND", "request_body_mode", "NONE",
+                        "response_header_mode", "SKIP", "response_body_mode", "NONE"),
+                    "grpc_service", Map.of("envoy_grpc", Map.of("cluster_name", "aigw_extproc"), "timeout", "30s"),
+                    "message_timeout", "60s",
+                    "metadata_options", Map.of("receiving_namespaces", Map.of("untyped", List.of("io.envoy.ai_gateway"))))),
+                Map.of("name", "envoy.filters.http.header_mutation", "typed_config", Map.of(
+                    "@type", "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
+                    "mutations", Map.of("request_mutations", List.of(Map.of("append", Map.of(
+                        "append_action", "ADD_IF_ABSENT",
+                        "header", Map.of("key", "content-length",
+                            "value", "%DYNAMIC_METADATA(io.envoy.ai_gateway:content_length)%"))))))),
+                Map.of("name", "envoy.filters.http.upstream_codec", "typed_config", Map.of(
+                    "@type", "type.googleapis.com/envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec")))))));
+    for (JsonNode endpoints : generation.at("/load_assignment/endpoints")) {
+      for (JsonNode endpoint : endpoints.path("lb_endpoints")) {
+        ((ObjectNode) endpoint).set("metadata", ShippedBootstrap.YAML.valueToTree(Map.of(
+            "filter_metadata", Map.of("aigateway.envoy.io", Map.of("per_route_rule_backend_name", BACKEND)))));
       }
     }
     clusters.add(ShippedBootstrap.YAML.valueToTree(Map.of(

@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
@@ -37,11 +36,14 @@ final class ContainerImage {
   private final Path tar;
   private final JsonNode manifest;
   private final JsonNode config;
+  /** The gzipped layer tars, bottom first. */
+  private final List<byte[]> layers;
 
-  private ContainerImage(Path tar, JsonNode manifest, JsonNode config) {
+  private ContainerImage(Path tar, JsonNode manifest, JsonNode config, List<byte[]> layers) {
     this.tar = tar;
     this.manifest = manifest;
     this.config = config;
+    this.layers = layers;
   }
 
   /** The image this build wrote; fails saying how to build it when it is missing. */
@@ -51,11 +53,16 @@ final class ContainerImage {
       throw new AssertionError(tar + " is missing: the test command builds it (scripts/test runs mvn -Pcontainer-image); "
           + "alone: mvn -B -Pcontainer-image -pl image -am package -DskipTests (Debian, apt-get and dpkg-deb)");
     }
-    Map<String, byte[]> files = read(tar, name -> name.equals("manifest.json") || name.endsWith(".json"));
-    try {
+    Map<String, byte[]> files = new LinkedHashMap<>(); // manifest, config and layers: the file is read once
+    try (InputStream raw = Files.newInputStream(tar); TarArchiveInputStream in = new TarArchiveInputStream(raw)) {
+      for (TarArchiveEntry e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
+        files.put(e.getName(), in.readAllBytes());
+      }
       JsonNode manifest = JSON.readTree(files.get("manifest.json")).get(0);
       JsonNode config = JSON.readTree(files.get(manifest.get("Config").asText()));
-      return new ContainerImage(tar, manifest, config);
+      List<byte[]> layers = new ArrayList<>();
+      manifest.get("Layers").forEach(layer -> layers.add(files.get(layer.asText())));
+      return new ContainerImage(tar, manifest, config, layers);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -81,8 +88,7 @@ final class ContainerImage {
   /** Every layer's entries, bottom layer first, paths without a leading slash or {@code ./}. */
   List<Entry> entries() {
     List<Entry> entries = new ArrayList<>();
-    for (JsonNode layer : manifest.get("Layers")) {
-      byte[] gzipped = read(tar, name -> name.equals(layer.asText())).get(layer.asText());
+    for (byte[] gzipped : layers) {
       try (TarArchiveInputStream in = new TarArchiveInputStream(new GZIPInputStream(new java.io.ByteArrayInputStream(gzipped)))) {
         for (TarArchiveEntry e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
           String path = e.getName().replaceFirst("^\\./", "").replaceFirst("^/", "").replaceFirst("/$", "");
@@ -104,17 +110,17 @@ final class ContainerImage {
   void unpackInto(Path rootfs) {
     try {
       Files.createDirectories(rootfs);
-      for (JsonNode layer : manifest.get("Layers")) {
+      for (byte[] layer : layers) {
         Path gzipped = Files.createTempFile(rootfs.getParent(), "layer", ".tar.gz");
-        Files.write(gzipped, read(tar, name -> name.equals(layer.asText())).get(layer.asText()));
-        run(List.of("tar", "--warning=no-unknown-keyword", "--numeric-owner", "-xzf", gzipped.toString(),
+        Files.write(gzipped, layer);
+        RouterClients.run(List.of("tar", "--warning=no-unknown-keyword", "--numeric-owner", "-xzf", gzipped.toString(),
             "-C", rootfs.toString()));
         Files.delete(gzipped);
       }
       Files.createDirectories(rootfs.resolve("proc"));
       Files.createDirectories(rootfs.resolve("dev"));
       for (String[] device : DEVICES) {
-        run(List.of("mknod", "-m", "666", rootfs.resolve("dev/" + device[0]).toString(), "c", device[1], device[2]));
+        RouterClients.run(List.of("mknod", "-m", "666", rootfs.resolve("dev/" + device[0]).toString(), "c", device[1], device[2]));
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -122,10 +128,10 @@ final class ContainerImage {
   }
 
   /**
-   * The command that runs the entrypoint (then {@code arguments}) in {@code rootfs} as the image's
-   * user, in its working directory, in new mount and PID namespaces with {@code /proc} mounted; when
-   * the launcher is stopped with SIGTERM the entrypoint gets SIGTERM. The environment is the caller's
-   * plus the image's {@code Env}.
+   * The command that runs the entrypoint in {@code rootfs} (arguments follow it) as the image's
+   * user, in its working directory, in new mount and PID namespaces with {@code /proc} mounted. Stop it
+   * with {@link Processes#stop}, which signals the entrypoint too (unshare's own parent-death signal
+   * does not survive the change of user). The environment is the caller's plus the image's {@code Env}.
    */
   List<String> launcher(Path rootfs) {
     if (!"root".equals(System.getProperty("user.name"))) {
@@ -133,44 +139,13 @@ final class ContainerImage {
           + "or load " + tar + " into an engine: docker load -i " + tar);
     }
     String[] user = config().get("User").asText().split(":");
-    List<String> command = new ArrayList<>(List.of("unshare", "--mount", "--pid", "--fork", "--kill-child=SIGTERM",
-        "--mount-proc", "--root=" + rootfs, "--wd=" + config().get("WorkingDir").asText(),
+    // the image has no env program: this host's sets the image's variables, and unshare passes them on
+    List<String> command = new ArrayList<>(List.of("env"));
+    config().get("Env").forEach(v -> command.add(v.asText()));
+    command.addAll(List.of("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--root=" + rootfs,
+        "--wd=" + config().get("WorkingDir").asText(),
         "--setuid=" + user[0], "--setgid=" + (user.length > 1 ? user[1] : user[0])));
     command.addAll(entrypoint());
-    // the image has no env program: this host's sets the variables, and unshare passes them on
-    List<String> withEnv = new ArrayList<>(List.of("env"));
-    config().get("Env").forEach(v -> withEnv.add(v.asText()));
-    command.addAll(0, withEnv);
     return command;
-  }
-
-  private static void run(List<String> command) {
-    try {
-      Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-      String output = new String(process.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-      if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
-        throw new AssertionError(String.join(" ", command) + " failed: " + output);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
-
-  /** The files of the outer tar whose names {@code wanted} accepts, by name. */
-  private static Map<String, byte[]> read(Path tar, java.util.function.Predicate<String> wanted) {
-    Map<String, byte[]> files = new LinkedHashMap<>();
-    try (InputStream raw = Files.newInputStream(tar); TarArchiveInputStream in = new TarArchiveInputStream(raw)) {
-      for (TarArchiveEntry e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
-        if (wanted.test(e.getName())) {
-          files.put(e.getName(), in.readAllBytes());
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return files;
   }
 }

@@ -87,8 +87,8 @@ class EnvoyTokenMeterTest {
     ArrayNode filters = generationFilters(composition);
     assertThat(filters.get(0).path("name").asText()).as("first on the generation listener").isEqualTo(METER);
     filters.remove(0);
-    JsonNode format = composition.at("/static_resources/listeners/1/filter_chains/0/filters/0/typed_config/access_log/0"
-        + "/typed_config/log_format/text_format_source");
+    JsonNode format = ShippedBootstrap.named(composition.path("static_resources"), "listeners", "generation_egress")
+        .at("/filter_chains/0/filters/0/typed_config/access_log/0/typed_config/log_format/text_format_source");
     String printed = format.path("inline_string").asText();
     assertThat(printed).contains("envoy_cached_tokens=%CEL(");
     ((ObjectNode) format).put("inline_string", printed.replaceAll(" envoy_\\w+=%CEL\\([^ ]*\\)%", ""));
@@ -126,32 +126,23 @@ class EnvoyTokenMeterTest {
   // ---- placements -----------------------------------------------------------------------------------
 
   private static ArrayNode generationFilters(ObjectNode bootstrap) {
-    return (ArrayNode) bootstrap.at("/static_resources/listeners/1/filter_chains/0/filters/0/typed_config/http_filters");
-  }
-
-  private static int indexOf(ArrayNode filters, String name) {
-    for (int i = 0; i < filters.size(); i++) {
-      if (filters.get(i).path("name").asText().equals(name)) {
-        return i;
-      }
-    }
-    throw new AssertionError(name + " is not in " + filters);
+    return ShippedBootstrap.httpFilters(bootstrap, "generation_egress");
   }
 
   /** The meter moved to just after the ext_proc filter (before the router). */
   static ObjectNode meterAfterExtProc(ObjectNode bootstrap) {
     ArrayNode filters = generationFilters(bootstrap);
-    JsonNode meter = filters.remove(indexOf(filters, METER));
-    filters.insert(indexOf(filters, "envoy.filters.http.ext_proc") + 1, meter);
+    JsonNode meter = filters.remove(ShippedBootstrap.indexOf(filters, METER));
+    filters.insert(ShippedBootstrap.indexOf(filters, "envoy.filters.http.ext_proc") + 1, meter);
     return bootstrap;
   }
 
   /** The shipped meter stays; a second one (same namespace) goes just after the ext_proc filter. */
   static ObjectNode secondMeterAfterExtProc(ObjectNode bootstrap) {
     ArrayNode filters = generationFilters(bootstrap);
-    ObjectNode second = filters.get(indexOf(filters, METER)).deepCopy();
+    ObjectNode second = filters.get(ShippedBootstrap.indexOf(filters, METER)).deepCopy();
     second.put("name", METER + "_raw");
-    filters.insert(indexOf(filters, "envoy.filters.http.ext_proc") + 1, second);
+    filters.insert(ShippedBootstrap.indexOf(filters, "envoy.filters.http.ext_proc") + 1, second);
     return bootstrap;
   }
 }

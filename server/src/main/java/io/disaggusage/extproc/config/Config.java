@@ -226,11 +226,6 @@ public record Config(
     public Metrics {
       models = List.copyOf(models);
     }
-
-    /** The model bounds alone, with the OTLP export off. */
-    public Metrics(List<String> models, int maxModels) {
-      this(models, maxModels, Otlp.OFF);
-    }
   }
 
   /**
@@ -249,9 +244,6 @@ public record Config(
       @Default("1m") Duration interval,
       @Default("10s") Duration timeout,
       @Default("") List<String> headers) {
-
-    /** The export off, with the default interval and timeout. */
-    public static final Otlp OFF = new Otlp("", Duration.ofSeconds(60), Duration.ofSeconds(10), List.of());
 
     public Otlp {
       endpoint = endpoint.trim();

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.config;
 
+import io.disaggusage.extproc.logging.LogText;
 import static io.disaggusage.extproc.config.ConfigLoader.formatDuration;
 
 import java.net.URI;
@@ -260,15 +261,16 @@ final class ConfigValidator {
 
   private void validateOtlp(Config.Otlp otlp) {
     if (otlp.enabled()) {
+      String shown = LogText.withoutCredentials(otlp.endpoint());
       try {
         java.net.URI uri = new java.net.URI(otlp.endpoint());
         String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
         if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
           problems.invalid("metrics.otlp.endpoint",
-              "\"" + otlp.endpoint() + "\" must be an http:// or https:// URL with a host, e.g. http://otel-collector:4318");
+              "\"" + shown + "\" must be an http:// or https:// URL with a host, e.g. http://otel-collector:4318");
         }
       } catch (java.net.URISyntaxException e) {
-        problems.invalid("metrics.otlp.endpoint", "\"" + otlp.endpoint() + "\" is not a URL: " + e.getReason());
+        problems.invalid("metrics.otlp.endpoint", "\"" + shown + "\" is not a URL: " + LogText.withoutCredentials(e.getReason()));
       }
     }
     duration("metrics.otlp.interval", otlp.interval(), MIN_OTLP_INTERVAL, "must be at least 1s", MAX_OTLP_DURATION);

@@ -11,6 +11,14 @@ public final class LogText {
 
   private LogText() {}
 
+  /**
+   * {@code text} with the user-info part of anything that looks like a URI replaced by {@code ***}
+   * ({@code redis://:secret@host} → {@code redis://***@host}): configured URLs may carry credentials.
+   */
+  public static String withoutCredentials(String text) {
+    return text.replaceAll("(?i)([a-z][a-z0-9+.-]*://)[^@/\\s]*@", "$1***@");
+  }
+
   /** {@code text} bounded to {@link #MAX} characters; {@code "-"} for null. */
   public static String bounded(String text) {
     return bounded(text, MAX);

@@ -213,8 +213,9 @@ public final class Metrics {
     if (figures == null) {
       return;
     }
-    tokens(model, figures);
-    alsoTo.generation(models.label(model), figures, outcome);
+    String label = models.label(model);
+    countTokens(label, figures);
+    alsoTo.generation(label, figures, outcome);
   }
 
   /** Current count for one (phase, outcome) pair; for tests and the admin page. */
@@ -227,7 +228,10 @@ public final class Metrics {
     if (figures == null) {
       return;
     }
-    String label = models.label(model);
+    countTokens(models.label(model), figures);
+  }
+
+  private void countTokens(String label, UsageFigures figures) {
     add(label, "prompt", figures.prompt());
     add(label, "cached", figures.cached());
     add(label, "cached_reported", figures.reportedCached());

@@ -4,6 +4,7 @@ import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.stream.ExtProcService;
+import io.disaggusage.extproc.logging.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.otel.OtlpMetricsExport;
 import io.disaggusage.extproc.store.ContextUsageStore;
@@ -113,7 +114,7 @@ public final class ServerRuntime implements AutoCloseable {
     if (otlpConfig.enabled()) {
       otlp = OtlpMetricsExport.start(otlpConfig);
       metrics.alsoTo(otlp);
-      log.info("pushing OpenTelemetry metrics over OTLP/HTTP to {} every {}", redacted(otlpConfig.endpoint()),
+      log.info("pushing OpenTelemetry metrics over OTLP/HTTP to {} every {}", LogText.withoutCredentials(otlpConfig.endpoint()),
           ConfigLoader.formatDuration(otlpConfig.interval()));
     }
     // The JVM collectors take 60-130 ms to set up (MXBean lookups): registered on a thread of their own
@@ -159,11 +160,6 @@ public final class ServerRuntime implements AutoCloseable {
         listener.describe(grpcServer),
         adminPort(),
         config.store().type().name().toLowerCase(Locale.ROOT));
-  }
-
-  /** The URL without a user-info part, which could hold a credential. */
-  private static String redacted(String url) {
-    return url.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1");
   }
 
   /** What the real server and the warm-up's twin of it serve, and their message size limit. */

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.store;
 
+import io.disaggusage.extproc.logging.LogText;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisChannelHandler;
@@ -203,7 +204,7 @@ final class RedisConnection implements AutoCloseable {
               ? "the database (path) must be a number"
               : e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       throw new IllegalArgumentException(
-          "invalid Redis URI " + redact(text) + ": " + redact(reason), e);
+          "invalid Redis URI " + LogText.withoutCredentials(text) + ": " + LogText.withoutCredentials(reason), e);
     }
   }
 
@@ -494,7 +495,7 @@ final class RedisConnection implements AutoCloseable {
 
   private static String describe(Throwable e) {
     String message = e.getMessage();
-    return e.getClass().getSimpleName() + (message == null ? "" : ": " + redact(message));
+    return e.getClass().getSimpleName() + (message == null ? "" : ": " + LogText.withoutCredentials(message));
   }
 
   /** {@code host:port} (or the Sentinel master id) for logs: never credentials. */
@@ -503,11 +504,6 @@ final class RedisConnection implements AutoCloseable {
       return "sentinel master " + uri.getSentinelMasterId();
     }
     return uri.getHost() + ":" + uri.getPort();
-  }
-
-  /** Removes the user-info part of anything that looks like a URI. */
-  static String redact(String text) {
-    return text.replaceAll("(?i)([a-z][a-z0-9+.-]*://)[^@/\\s]*@", "$1***@");
   }
 
   private static Duration min(Duration a, Duration b) {

@@ -457,6 +457,8 @@ class ConfigLoaderTest {
         arguments(Map.of("store.redis_cluster", "maybe"), "store.redis_cluster: invalid boolean \"maybe\""),
         arguments(Map.of("metrics.otlp.endpoint", "otel-collector:4318"),
             "metrics.otlp.endpoint: \"otel-collector:4318\" must be an http:// or https:// URL with a host"),
+        arguments(Map.of("metrics.otlp.endpoint", "grpc://user:s3cret@otel-collector:4317"),
+            "metrics.otlp.endpoint: \"grpc://***@otel-collector:4317\" must be an http:// or https:// URL"),
         arguments(Map.of("metrics.otlp.endpoint", "grpc://otel-collector:4317"),
             "metrics.otlp.endpoint: \"grpc://otel-collector:4317\" must be an http:// or https:// URL"),
         arguments(Map.of("metrics.otlp.endpoint", "http://otel collector"), "metrics.otlp.endpoint: \"http://otel collector\" is not a URL"),

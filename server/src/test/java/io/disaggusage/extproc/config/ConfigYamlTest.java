@@ -129,7 +129,7 @@ class ConfigYamlTest {
                 false),
             new Config.Metadata("usage.fix-1"),
             new Config.Limits(1536, 3 * 1024 * 1024, 1, Integer.MAX_VALUE, 0),
-            new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0),
+            new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0, Config.defaults().metrics().otlp()),
             new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF),
             new Config.Shutdown(Duration.ofSeconds(90)),
             new Config.Streaming(true));

@@ -37,4 +37,13 @@ class LogTextTest {
     assertThat(LogText.bounded(text, 8)).isEqualTo("abcd...");
     assertThat(LogText.bounded(text, 9)).isEqualTo("abcd\uD83D\uDE00...");
   }
+
+  @Test
+  void credentialsInUrisAreReplacedAndEverythingElseKept() {
+    assertThat(LogText.withoutCredentials("redis://:s3cret@redis:6379/0")).isEqualTo("redis://***@redis:6379/0");
+    assertThat(LogText.withoutCredentials("invalid Redis URI rediss://user:pw@h: bad port"))
+        .isEqualTo("invalid Redis URI rediss://***@h: bad port");
+    assertThat(LogText.withoutCredentials("http://otel-collector:4318")).isEqualTo("http://otel-collector:4318");
+    assertThat(LogText.withoutCredentials("HTTPS://a:b@c/x")).isEqualTo("HTTPS://***@c/x");
+  }
 }

@@ -56,7 +56,7 @@ class MetricsAtStartTest {
 
   @Test
   void allowListedModelsAndOtherHaveTheirTokenSeriesAtZero() throws IOException {
-    Config.Metrics config = new Config.Metrics(List.of("llama-3-70b"), Config.defaults().metrics().maxModels());
+    Config.Metrics config = new Config.Metrics(List.of("llama-3-70b"), Config.defaults().metrics().maxModels(), Config.defaults().metrics().otlp());
     String text = scrape(new Metrics(new PrometheusRegistry(), config));
     for (String model : List.of("llama-3-70b", ModelLabels.OTHER)) {
       for (String kind : Metrics.TOKEN_KINDS) {

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class ModelLabelsTest {
   @Test
   void allowListNamesItsModelsAndGroupsTheRest() {
-    ModelLabels labels = new ModelLabels(new Config.Metrics(List.of("llama", "qwen"), 20));
+    ModelLabels labels = new ModelLabels(new Config.Metrics(List.of("llama", "qwen"), 20, Config.defaults().metrics().otlp()));
     assertThat(labels.label("llama")).isEqualTo("llama");
     assertThat(labels.label("qwen")).isEqualTo("qwen");
     assertThat(labels.label("mistral")).isEqualTo(ModelLabels.OTHER);
@@ -22,7 +22,7 @@ class ModelLabelsTest {
 
   @Test
   void withoutAllowListTheFirstNModelsSeenGetLabels() {
-    ModelLabels labels = new ModelLabels(new Config.Metrics(List.of(), 3));
+    ModelLabels labels = new ModelLabels(new Config.Metrics(List.of(), 3, Config.defaults().metrics().otlp()));
     Set<String> seen = new HashSet<>();
     IntStream.range(0, 100).forEach(i -> seen.add(labels.label("model-" + i)));
     assertThat(seen).containsExactlyInAnyOrder("model-0", "model-1", "model-2", ModelLabels.OTHER);
@@ -32,7 +32,7 @@ class ModelLabelsTest {
 
   @Test
   void concurrentFirstSightingsNeverExceedTheCap() throws Exception {
-    ModelLabels labels = new ModelLabels(new Config.Metrics(List.of(), 5));
+    ModelLabels labels = new ModelLabels(new Config.Metrics(List.of(), 5, Config.defaults().metrics().otlp()));
     Set<String> out = java.util.concurrent.ConcurrentHashMap.newKeySet();
     Thread[] threads = new Thread[8];
     for (int t = 0; t < threads.length; t++) {

@@ -89,6 +89,22 @@ public final class ShippedBootstrap {
     }
   }
 
+  /** The HTTP filter list of listener {@code listener}'s connection manager, to edit in place. */
+  public static ArrayNode httpFilters(ObjectNode bootstrap, String listener) {
+    return (ArrayNode) named(bootstrap.path("static_resources"), "listeners", listener)
+        .at("/filter_chains/0/filters/0/typed_config/http_filters");
+  }
+
+  /** Where the filter named {@code name} is in {@code filters}. */
+  public static int indexOf(ArrayNode filters, String name) {
+    for (int i = 0; i < filters.size(); i++) {
+      if (filters.get(i).path("name").asText().equals(name)) {
+        return i;
+      }
+    }
+    throw new AssertionError(name + " is not in " + filters);
+  }
+
   public static ObjectNode named(JsonNode parent, String list, String name) {
     for (JsonNode item : parent.path(list)) {
       if (name.equals(item.path("name").asText())) {
