@@ -69,6 +69,44 @@ class CrdSchemaTest {
     }
   }
 
+  /**
+   * The other Envoy Gateway objects under deploy/envoy-gateway/ (the request-id ClientTrafficPolicy, the
+   * EnvoyPatchPolicy, the EnvoyProxies, the sidecar's Backend) against Envoy Gateway's own CRDs of the
+   * pinned release.
+   */
+  @Test
+  void everyOtherEnvoyGatewayObjectMatchesItsCrd() {
+    int checked = 0;
+    for (String kind : CrdSchemas.ENVOY_GATEWAY_FILES.keySet()) {
+      CrdSchemas.Validator v = CrdSchemas.envoyGatewayKind(kind);
+      for (Manifests.Doc d : Manifests.objectsOfKind(kind)) {
+        assertThat(v.validate(d.node())).as(d.toString()).isEmpty();
+        checked++;
+      }
+    }
+    assertThat(checked).as("ClientTrafficPolicy, EnvoyPatchPolicy, EnvoyProxy and Backend objects").isGreaterThanOrEqualTo(5);
+  }
+
+  @Test
+  void misspelledOrBadRequestIdAndPatchFieldsAreRejected() {
+    CrdSchemas.Validator ctp = CrdSchemas.envoyGatewayKind("ClientTrafficPolicy");
+    ObjectNode typo = (ObjectNode) first("ClientTrafficPolicy").deepCopy();
+    ObjectNode headers = (ObjectNode) typo.at("/spec/headers");
+    headers.set("requestId", headers.remove("requestID"));
+    assertThat(ctp.validate(typo)).anySatisfy(p -> assertThat(p).contains("requestId"));
+    ObjectNode badAction = (ObjectNode) first("ClientTrafficPolicy").deepCopy();
+    ((ObjectNode) badAction.at("/spec/headers")).put("requestID", "Preserve-Or-Generate");
+    assertThat(ctp.validate(badAction)).anySatisfy(p -> assertThat(p).contains("/spec/headers/requestID").contains("enumeration"));
+
+    CrdSchemas.Validator epp = CrdSchemas.envoyGatewayKind("EnvoyPatchPolicy");
+    ObjectNode badOp = (ObjectNode) first("EnvoyPatchPolicy").deepCopy();
+    ((ObjectNode) badOp.at("/spec/jsonPatches/0/operation")).put("op", "merge");
+    assertThat(epp.validate(badOp)).anySatisfy(p -> assertThat(p).contains("/spec/jsonPatches/0/operation/op").contains("enumeration"));
+    ObjectNode badType = (ObjectNode) first("EnvoyPatchPolicy").deepCopy();
+    ((ObjectNode) badType.at("/spec/jsonPatches/0")).put("type", "type.googleapis.com/envoy.config.listener.v3.Listeners");
+    assertThat(epp.validate(badType)).anySatisfy(p -> assertThat(p).contains("/spec/jsonPatches/0/type").contains("enumeration"));
+  }
+
   @Test
   void misspelledEnvoyFilterFieldIsRejected() {
     CrdSchemas.Validator v = validator("EnvoyFilter");

@@ -44,6 +44,35 @@ final class CrdSchemas {
     }
   }
 
+  /**
+   * Envoy Gateway's own CRDs, by kind, as its module release ships them (the files of its Helm chart's
+   * {@code crds/generated}): the Go module egctl is built from, which scripts/install-test-tools
+   * downloads into {@code .tools/go/pkg/mod}, so they match egctl's version.
+   */
+  static final Map<String, String> ENVOY_GATEWAY_FILES = Map.of(
+      "ClientTrafficPolicy", "gateway.envoyproxy.io_clienttrafficpolicies.yaml",
+      "EnvoyPatchPolicy", "gateway.envoyproxy.io_envoypatchpolicies.yaml",
+      "EnvoyProxy", "gateway.envoyproxy.io_envoyproxies.yaml",
+      "Backend", "gateway.envoyproxy.io_backends.yaml");
+
+  /**
+   * The validator for an Envoy Gateway kind from the installed module's CRDs; a missing module fails with
+   * the installer's name (it is installed with egctl, never optional).
+   */
+  static Validator envoyGatewayKind(String kind) {
+    String file = ENVOY_GATEWAY_FILES.get(kind);
+    if (file == null) {
+      throw new IllegalArgumentException("no Envoy Gateway CRD for kind " + kind);
+    }
+    Path crd = ProjectFiles.resolve(".tools/go/pkg/mod/github.com/envoyproxy/gateway@" + GoTools.version(GoTools.EGCTL)
+        + "/charts/gateway-helm/charts/crds/crds/generated/" + file);
+    if (!java.nio.file.Files.isRegularFile(crd)) {
+      throw new AssertionError(ProjectFiles.relative(crd) + " is missing: run " + EnvoyBinaries.INSTALLER
+          + " (it downloads Envoy Gateway's module to build egctl)");
+    }
+    return CACHE.computeIfAbsent("envoy-gateway/" + kind, k -> load(crd));
+  }
+
   /** The validator for {@code kind}, or empty when the shared schemas are absent. */
   static Optional<Validator> forKind(String kind) {
     Optional<Path> dir = ProjectFiles.sharedSchemas();

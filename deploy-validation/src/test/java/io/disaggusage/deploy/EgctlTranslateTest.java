@@ -35,12 +35,48 @@ class EgctlTranslateTest {
     return policyFiles().flatMap(f -> EnvoyBinaries.releases().stream().map(r -> Arguments.of(f, r)));
   }
 
-  /** The cluster fixture, the policy file and (when the policy calls a Service) the central Service. */
+  /**
+   * The cluster fixture and {@code policyFile}; when that file holds no EnvoyExtensionPolicy (the
+   * request-id fix, the EnvoyPatchPolicy, the access log), the central policy it completes; the central
+   * Service when a policy calls it; and the GatewayClass referencing the file's EnvoyProxy, as
+   * access-log.yaml and the sidecar file tell the operator to.
+   */
   Path input(String policyFile) throws IOException {
-    StringBuilder yaml = new StringBuilder(Files.readString(ProjectFiles.resolve(
-        "deploy-validation/src/test/resources/envoy-gateway/cluster.yaml")));
-    yaml.append("\n---\n").append(Files.readString(ProjectFiles.resolve(policyFile)));
-    if (Files.readString(ProjectFiles.resolve(policyFile)).contains("kind: Service\n")) {
+    List<String> files = new ArrayList<>(List.of(policyFile));
+    if (!Files.readString(ProjectFiles.resolve(policyFile)).contains("kind: EnvoyExtensionPolicy\n")) {
+      files.add(CENTRAL_POLICY);
+    }
+    return input(files);
+  }
+
+  static final String CENTRAL_POLICY = EnvoyGatewayPolicyTest.DIR + "/extension-policy.yaml";
+
+  Path input(List<String> policyFiles) throws IOException {
+    List<JsonNode> shipped = new ArrayList<>();
+    for (String f : policyFiles) {
+      shipped.addAll(YamlDocuments.read(ProjectFiles.resolve(f)));
+    }
+    StringBuilder yaml = new StringBuilder();
+    for (JsonNode doc : YamlDocuments.read(ProjectFiles.resolve(CLUSTER))) {
+      ObjectNode copy = doc.deepCopy();
+      for (JsonNode proxy : shipped) {
+        if (copy.path("kind").asText().equals("GatewayClass") && proxy.path("kind").asText().equals("EnvoyProxy")) {
+          ((ObjectNode) copy.path("spec")).putObject("parametersRef").put("group", "gateway.envoyproxy.io")
+              .put("kind", "EnvoyProxy").put("name", proxy.at("/metadata/name").asText())
+              .put("namespace", proxy.at("/metadata/namespace").asText());
+        }
+      }
+      String written = YamlDocuments.YAML.writeValueAsString(copy);
+      yaml.append(written.startsWith("---") ? "" : "---\n").append(written);
+    }
+    for (String f : policyFiles) {
+      yaml.append("\n---\n").append(Files.readString(ProjectFiles.resolve(f)));
+    }
+    boolean callsTheService = false;
+    for (String f : policyFiles) {
+      callsTheService |= Files.readString(ProjectFiles.resolve(f)).contains("kind: Service\n");
+    }
+    if (callsTheService) {
       Path central = ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/central");
       for (KubernetesManifests.Source s : KubernetesManifests.renderedSources(central)) {
         if (s.typeKey().equals("v1/Service") && s.node().at("/metadata/name").asText().equals("disagg-usage-extproc")) {
@@ -54,6 +90,8 @@ class EgctlTranslateTest {
     Files.writeString(file, yaml);
     return file;
   }
+
+  static final String CLUSTER = "deploy-validation/src/test/resources/envoy-gateway/cluster.yaml";
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("policyFiles")
@@ -86,11 +124,84 @@ class EgctlTranslateTest {
     assertThat(verdict.accepted()).as(verdict.output()).isTrue();
   }
 
+  /** egctl's xDS for {@code files} beside the fixture, as a tree. */
+  JsonNode translate(List<String> files) throws IOException {
+    GoTools.Run run = GoTools.run(GoTools.EGCTL, List.of("x", "translate", "--to", "xds", "-o", "json",
+        "-f", input(files).toString()));
+    assertThat(run.exitCode()).as(run.output()).isZero();
+    return YamlDocuments.JSON.readTree(run.stdout());
+  }
+
+  /** The ext_proc filters of the translated listeners (whatever Envoy Gateway named them). */
+  static List<JsonNode> extProcFilters(JsonNode xds) {
+    List<JsonNode> filters = new ArrayList<>();
+    for (JsonNode list : xds.findValues("httpFilters")) {
+      list.forEach(f -> {
+        if (f.path("name").asText().startsWith("envoy.filters.http.ext_proc")) {
+          filters.add(f.path("typedConfig"));
+        }
+      });
+    }
+    return filters;
+  }
+
+  static Stream<String> extensionPolicyFiles() {
+    return policyFiles().filter(f -> {
+      try {
+        return Files.readString(ProjectFiles.resolve(f)).contains("kind: EnvoyExtensionPolicy\n");
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+  }
+
+  /**
+   * The EnvoyPatchPolicy, with either shipped EnvoyExtensionPolicy, reaches its filter in Envoy Gateway's
+   * own translation: max_message_timeout and the xds.cluster_name attribute are on it, message_timeout
+   * is the policy's. (The live test shows the same with the File provider's other filter name.)
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("extensionPolicyFiles")
+  void thePatchPolicyReachesTheFilterOfEachPolicy(String policyFile) throws IOException {
+    JsonNode xds = translate(List.of(EnvoyGatewayPolicyTest.DIR + "/envoy-patch-policy.yaml", policyFile));
+    List<JsonNode> filters = extProcFilters(xds);
+    assertThat(filters).hasSize(1);
+    assertThat(filters.get(0).path("maxMessageTimeout").asText()).isEqualTo("3s");
+    assertThat(filters.get(0).path("requestAttributes").toString()).isEqualTo("[\"xds.cluster_name\"]");
+    assertThat(filters.get(0).path("messageTimeout").asText()).isEqualTo("0.200s");
+  }
+
+  /**
+   * Envoy Gateway's listener treats its callers as external and, without the request-id fix, replaces
+   * their x-request-id; with it, keeps it.
+   */
+  @Test
+  void theRequestIdFixMakesTheListenerKeepTheCallersId() throws IOException {
+    JsonNode without = translate(List.of(CENTRAL_POLICY)).findParents("httpFilters").stream()
+        .filter(hcm -> hcm.path("statPrefix").asText().startsWith("http-")).findFirst().orElseThrow();
+    assertThat(without.path("useRemoteAddress").asBoolean(false)).isTrue();
+    assertThat(without.path("preserveExternalRequestId").asBoolean(false)).isFalse();
+    JsonNode with = translate(List.of(EnvoyGatewayPolicyTest.DIR + "/request-id.yaml", CENTRAL_POLICY)).findParents("httpFilters")
+        .stream().filter(hcm -> hcm.path("statPrefix").asText().startsWith("http-")).findFirst().orElseThrow();
+    assertThat(with.path("useRemoteAddress").asBoolean(false)).isTrue();
+    assertThat(with.path("preserveExternalRequestId").asBoolean(false)).isTrue();
+    assertThat(with.path("generateRequestId").asBoolean(false)).as("an id is still made when the caller sends none").isTrue();
+  }
+
+  /** The GatewayClass referencing a shipped EnvoyProxy puts its access log, with the service's metadata, on the listener. */
+  @Test
+  void theAccessLogEnvoyProxyReachesTheListener() throws IOException {
+    String xds = translate(List.of(EnvoyGatewayPolicyTest.DIR + "/access-log.yaml", CENTRAL_POLICY)).toString();
+    assertThat(xds).contains("%DYNAMIC_METADATA(disagg_usage:outcome)%").contains("%DYNAMIC_METADATA(disagg_usage:cached_tokens)%");
+    assertThat(translate(List.of(CENTRAL_POLICY)).toString()).as("Envoy Gateway's default access log")
+        .doesNotContain("DYNAMIC_METADATA(disagg_usage");
+  }
+
   /** The status check has teeth: the central policy without the Service it calls is not accepted. */
   @Test
   void aPolicyWhoseServiceIsMissingIsReported() throws IOException {
     Path file = dir.resolve("no-service.yaml");
-    Files.writeString(file, Files.readString(ProjectFiles.resolve("deploy-validation/src/test/resources/envoy-gateway/cluster.yaml"))
+    Files.writeString(file, Files.readString(ProjectFiles.resolve(CLUSTER))
         + "\n---\n" + Files.readString(ProjectFiles.resolve(EnvoyGatewayPolicyTest.DIR + "/extension-policy.yaml")));
     GoTools.Run run = GoTools.run(GoTools.EGCTL, List.of("x", "translate", "--to", "gateway-api", "-o", "json",
         "-f", file.toString()));

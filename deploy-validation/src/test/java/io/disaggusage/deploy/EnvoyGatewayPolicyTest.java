@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 class EnvoyGatewayPolicyTest {
   static final String DIR = "deploy/envoy-gateway";
   static final String API_VERSION = "gateway.envoyproxy.io/v1alpha1";
-  static final Set<String> KINDS = Set.of("EnvoyExtensionPolicy", "Backend", "EnvoyProxy");
+  static final Set<String> KINDS = Set.of("EnvoyExtensionPolicy", "Backend", "EnvoyProxy", "ClientTrafficPolicy", "EnvoyPatchPolicy");
   static final Set<String> TARGET_KINDS = Set.of("Gateway", "ListenerSet", "HTTPRoute", "GRPCRoute", "UDPRoute", "TCPRoute", "TLSRoute");
   static final Set<String> ROUTE_KINDS = Set.of("HTTPRoute", "GRPCRoute", "UDPRoute", "TCPRoute", "TLSRoute");
   /** The container running the service in the sidecar variant, and the proxy container EG creates. */
@@ -249,8 +249,10 @@ class EnvoyGatewayPolicyTest {
     assertThat(backends).as("policies calling the sidecar's Backend").isPositive();
   }
 
+  /** The sidecar's EnvoyProxy patch: the one EnvoyProxy that patches the proxy Deployment. */
   static JsonNode podSpecPatch() {
-    List<Manifests.Doc> proxies = ofKind("EnvoyProxy");
+    List<Manifests.Doc> proxies = ofKind("EnvoyProxy").stream()
+        .filter(d -> d.node().at("/spec/provider/kubernetes/envoyDeployment").isObject()).toList();
     assertThat(proxies).hasSize(1);
     JsonNode patch = proxies.get(0).node().at("/spec/provider/kubernetes/envoyDeployment/patch");
     assertThat(proxies.get(0).node().at("/spec/provider/type").asText()).isEqualTo("Kubernetes");
@@ -347,6 +349,108 @@ class EnvoyGatewayPolicyTest {
       }
     }
     return Optional.empty();
+  }
+
+  // ---- the request-id fix, the EnvoyPatchPolicy, the access log --------------------------------
+
+  /** The cluster fixture egctl translates the files with (the Gateway the policies name). */
+  static List<JsonNode> clusterFixture() {
+    return YamlDocuments.read(ProjectFiles.resolve("deploy-validation/src/test/resources/envoy-gateway/cluster.yaml"));
+  }
+
+  static JsonNode fixtureGateway(String name) {
+    return clusterFixture().stream().filter(d -> d.path("kind").asText().equals("Gateway"))
+        .filter(d -> d.at("/metadata/name").asText().equals(name)).findFirst()
+        .orElseThrow(() -> new AssertionError("no Gateway " + name + " in the cluster fixture"));
+  }
+
+  /**
+   * The request-id fix: a ClientTrafficPolicy on the worker route's Gateway that keeps a caller's
+   * x-request-id (PreserveOrGenerate), with the deprecated preserveXRequestID not set beside it (the
+   * CRD's CEL rule).
+   */
+  @Test
+  void theRequestIdFixKeepsTheCallersIdOnTheWorkersGateway() {
+    List<Manifests.Doc> policies = ofKind("ClientTrafficPolicy");
+    assertThat(policies).hasSize(1);
+    JsonNode spec = policies.get(0).node().path("spec");
+    assertThat(spec.at("/headers/requestID").asText()).isEqualTo("PreserveOrGenerate");
+    assertThat(spec.at("/headers").has("preserveXRequestID")).as("preserveXRequestID and requestID cannot both be set").isFalse();
+    assertThat(spec.path("targetRefs")).hasSize(1);
+    JsonNode ref = spec.path("targetRefs").get(0);
+    assertThat(ref.path("group").asText()).isEqualTo("gateway.networking.k8s.io");
+    assertThat(ref.path("kind").asText()).isEqualTo("Gateway");
+    fixtureGateway(ref.path("name").asText());
+    assertThat(routeParents()).as("the Gateway the worker route attaches to").contains(ref.path("name").asText());
+  }
+
+  static List<String> routeParents() {
+    List<String> parents = new ArrayList<>();
+    clusterFixture().stream().filter(d -> d.path("kind").asText().equals("HTTPRoute"))
+        .forEach(route -> route.at("/spec/parentRefs").forEach(p -> parents.add(p.path("name").asText())));
+    return parents;
+  }
+
+  /**
+   * The EnvoyPatchPolicy: on the worker route's Gateway, JSONPatch operations on that Gateway's listener
+   * (Envoy Gateway's name for it: namespace/gateway/listener), each selecting the ext_proc filter by a
+   * jsonPath match — never by Envoy Gateway's generated filter name, which differs between providers —
+   * and adding what the baseline has and EnvoyExtensionPolicy cannot express.
+   */
+  @Test
+  void thePatchPolicySelectsTheFilterByMatchAndAddsTheMissingBaseline() {
+    List<Manifests.Doc> patches = ofKind("EnvoyPatchPolicy");
+    assertThat(patches).hasSize(1);
+    Manifests.Doc patch = patches.get(0);
+    JsonNode spec = patch.node().path("spec");
+    assertThat(spec.path("type").asText()).isEqualTo("JSONPatch");
+    assertThat(spec.at("/targetRef/kind").asText()).isEqualTo("Gateway");
+    JsonNode gateway = fixtureGateway(spec.at("/targetRef/name").asText());
+    List<String> listeners = new ArrayList<>();
+    gateway.at("/spec/listeners").forEach(l -> listeners.add(patch.namespace() + "/" + gateway.at("/metadata/name").asText()
+        + "/" + l.path("name").asText()));
+    Map<String, JsonNode> added = new java.util.HashMap<>();
+    for (JsonNode p : spec.path("jsonPatches")) {
+      assertThat(p.path("type").asText()).isEqualTo("type.googleapis.com/envoy.config.listener.v3.Listener");
+      assertThat(p.path("name").asText()).as("a listener of the Gateway").isIn(listeners);
+      JsonNode op = p.path("operation");
+      assertThat(op.path("op").asText()).isEqualTo("add");
+      String jsonPath = op.path("jsonPath").asText();
+      assertThat(jsonPath).as("the filter chosen by a match").contains("http_filters[?(");
+      assertThat(jsonPath + op.path("path").asText()).as("no generated filter name")
+          .doesNotContain("ext_proc/").doesNotContain("envoyextensionpolicy");
+      added.put(op.path("path").asText(), op.path("value"));
+    }
+    assertThat(added.get("/typed_config/max_message_timeout").asText()).as("max_message_timeout").isEqualTo("3s");
+    assertThat(added.get("/typed_config/request_attributes").toString()).isEqualTo("[\"xds.cluster_name\"]");
+    // The match is on what both shipped policies declare: the metadata namespace they may write.
+    for (JsonNode p : spec.path("jsonPatches")) {
+      assertThat(p.at("/operation/jsonPath").asText()).contains("'" + ExtProcBaseline.NAMESPACE + "'");
+    }
+    for (Manifests.Doc policy : ofKind("EnvoyExtensionPolicy")) {
+      assertThat(policy.node().at("/spec/extProc/0/metadata/writableNamespaces/0").asText()).as(policy.toString())
+          .isEqualTo(ExtProcBaseline.NAMESPACE);
+    }
+  }
+
+  /**
+   * Every EnvoyProxy writes the access log a billing pipeline reads: the shipped bootstrap's format,
+   * with the service's disagg_usage metadata, to the proxy's stdout.
+   */
+  @Test
+  void everyEnvoyProxyLogsTheShippedAccessLogFormat() {
+    JsonNode bootstrap = YamlDocuments.single(ProjectFiles.resolve("deploy/envoy/envoy.yaml"));
+    String format = bootstrap.findValues("inline_string").get(0).asText();
+    assertThat(format).contains("%DYNAMIC_METADATA(" + ExtProcBaseline.NAMESPACE + ":outcome)%");
+    List<Manifests.Doc> proxies = ofKind("EnvoyProxy");
+    assertThat(proxies).hasSizeGreaterThanOrEqualTo(2);
+    for (Manifests.Doc proxy : proxies) {
+      JsonNode settings = proxy.node().at("/spec/telemetry/accessLog/settings");
+      assertThat(settings).as(proxy.toString()).hasSize(1);
+      assertThat(settings.get(0).at("/format/type").asText()).isEqualTo("Text");
+      assertThat(settings.get(0).at("/format/text").asText()).as(proxy.toString()).isEqualTo(format);
+      assertThat(settings.get(0).at("/sinks/0/file/path").asText()).isEqualTo("/dev/stdout");
+    }
   }
 
   // ---- the checkers catch what they claim to -------------------------------------------------

@@ -99,8 +99,13 @@ final class EnvoyProcess implements AutoCloseable {
 
   /** Every counter and gauge whose name starts with {@code prefix}. */
   Map<String, Long> stats(String prefix) {
+    return counters(Http.body(adminUrl("/stats?filter=" + prefix)), prefix);
+  }
+
+  /** The counters and gauges of an admin {@code /stats} answer whose names start with {@code prefix}. */
+  static Map<String, Long> counters(String statsText, String prefix) {
     Map<String, Long> stats = new LinkedHashMap<>();
-    for (String line : Http.body(adminUrl("/stats?filter=" + prefix)).split("\n")) {
+    for (String line : statsText.split("\n")) {
       int colon = line.lastIndexOf(": ");
       if (colon > 0 && line.startsWith(prefix)) {
         try {

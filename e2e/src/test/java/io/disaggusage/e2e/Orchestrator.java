@@ -21,18 +21,27 @@ final class Orchestrator {
     }
   }
 
-  private static final HttpClient CLIENT =
-      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
+  private static final HttpClient CLIENT = newClient();
 
   private Orchestrator() {}
 
+  /** An HTTP/1.1 client with a connection pool of its own, as each orchestrator process has. */
+  static HttpClient newClient() {
+    return HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
+  }
+
   static CompletableFuture<Answer> post(String url, Map<String, String> headers, byte[] body) {
+    return post(CLIENT, url, headers, body);
+  }
+
+  /** {@link #post(String, Map, byte[])} on {@code client}'s connections. */
+  static CompletableFuture<Answer> post(HttpClient client, String url, Map<String, String> headers, byte[] body) {
     HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url))
         .timeout(Duration.ofSeconds(30))
         .header("content-type", "application/json")
         .POST(HttpRequest.BodyPublishers.ofByteArray(body));
     headers.forEach(request::setHeader);
-    return CLIENT.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray())
+    return client.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray())
         .thenApply(r -> new Answer(r.statusCode(), r.headers().firstValue("content-type").orElse(""), r.body()));
   }
 

@@ -31,11 +31,16 @@ public final class Tools {
   }
 
   private static String pinnedReleases() {
+    return installerSetting("(?m)^envoy_releases=\\(([^)]*)\\)", "envoy_releases=(...)");
+  }
+
+  /** The first group of {@code pattern} in scripts/install-test-tools, which pins every tool's version. */
+  private static String installerSetting(String pattern, String what) {
     Path script = root().resolve("scripts/install-test-tools");
     try {
-      java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^envoy_releases=\\(([^)]*)\\)").matcher(Files.readString(script));
+      java.util.regex.Matcher m = java.util.regex.Pattern.compile(pattern).matcher(Files.readString(script));
       if (!m.find()) {
-        throw new IllegalStateException(script + " no longer has an envoy_releases=(...) line");
+        throw new IllegalStateException(script + " no longer has an " + what + " line");
       }
       return m.group(1);
     } catch (java.io.IOException e) {
@@ -84,6 +89,19 @@ public final class Tools {
   /** The OpenTelemetry Collector built from scripts/otelcol (OTLP receiver, file exporter). */
   public static Path otelcol() {
     return installed("otelcol", "the OpenTelemetry Collector (scripts/otelcol)");
+  }
+
+  /** Envoy Gateway's controller ({@code envoy-gateway}, built with Go at the version egctl has). */
+  public static Path envoyGateway() {
+    return installed("envoy-gateway", "Envoy Gateway's controller (envoy-gateway)");
+  }
+
+  /**
+   * The Envoy release Envoy Gateway runs through func-e (the one its default image names), as the
+   * installer pins it ({@code envoy_gateway_envoy=...}); {@link #envoy(String)} finds its binary.
+   */
+  public static String envoyGatewayEnvoyRelease() {
+    return installerSetting("(?m)^envoy_gateway_envoy=([0-9.]+)", "envoy_gateway_envoy=...");
   }
 
   public static Path redisServer() {

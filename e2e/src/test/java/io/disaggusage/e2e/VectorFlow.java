@@ -38,8 +38,13 @@ final class VectorFlow {
    * of the only vector; a generation-first vector's context {@link #LATE_CONTEXT} late.
    */
   static void serve(Stack contextSide, Stack generationSide, List<Vector> vectors) {
-    contextSide.context.answer(request -> answer(vectors, request, true));
-    generationSide.generation.answer(request -> answer(vectors, request, false));
+    serve(contextSide.context, generationSide.generation, vectors);
+  }
+
+  /** {@link #serve(Stack, Stack, List)} by two workers, whoever routes to them. */
+  static void serve(Worker context, Worker generation, List<Vector> vectors) {
+    context.answer(request -> answer(vectors, request, true));
+    generation.answer(request -> answer(vectors, request, false));
   }
 
   private static Worker.Reply answer(List<Vector> vectors, Worker.Received request, boolean context) {
@@ -59,17 +64,26 @@ final class VectorFlow {
    * through {@code generationSide}'s (one stack, or two Envoys in front of different replicas).
    */
   static Result send(Stack contextSide, Stack generationSide, Vector v) {
+    return send(leg -> context(contextSide, v), leg -> generation(generationSide, v), v);
+  }
+
+  /**
+   * Both legs of {@code v} in its order, each sent by the function given for its phase (a gateway that
+   * routes both phases through one listener, say).
+   */
+  static Result send(java.util.function.Function<Leg, CompletableFuture<Answer>> contextLeg,
+      java.util.function.Function<Leg, CompletableFuture<Answer>> generationLeg, Vector v) {
     return switch (v.order()) {
       case CONTEXT_FIRST -> {
-        Answer context = context(contextSide, v).join();
-        yield new Result(context, generation(generationSide, v).join());
+        Answer context = contextLeg.apply(v.context()).join();
+        yield new Result(context, generationLeg.apply(v.generation()).join());
       }
       case GENERATION_FIRST -> {
-        CompletableFuture<Answer> context = context(contextSide, v);
-        CompletableFuture<Answer> generation = generation(generationSide, v);
+        CompletableFuture<Answer> context = contextLeg.apply(v.context());
+        CompletableFuture<Answer> generation = generationLeg.apply(v.generation());
         yield new Result(context.join(), generation.join());
       }
-      case CARRIED -> new Result(null, generation(generationSide, v).join());
+      case CARRIED -> new Result(null, generationLeg.apply(v.generation()).join());
     };
   }
 

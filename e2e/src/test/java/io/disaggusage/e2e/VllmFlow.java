@@ -47,8 +47,13 @@ final class VllmFlow {
 
   /** Makes the stack's workers answer this flow. */
   VllmFlow install(Stack stack) {
-    stack.context.answer(VllmWorkers::prefill);
-    stack.generation.answer(request -> new Worker.Reply(200, "text/event-stream", chunks, pause, Duration.ZERO));
+    return install(stack.context, stack.generation);
+  }
+
+  /** Makes these workers answer this flow, whoever routes to them. */
+  VllmFlow install(Worker context, Worker generation) {
+    context.answer(VllmWorkers::prefill);
+    generation.answer(request -> new Worker.Reply(200, "text/event-stream", chunks, pause, Duration.ZERO));
     return this;
   }
 
