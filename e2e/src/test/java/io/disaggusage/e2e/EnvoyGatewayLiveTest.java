@@ -81,9 +81,7 @@ class EnvoyGatewayLiveTest {
     socketDir = Files.createTempDirectory("eg-sidecar");
     List<String> sidecarSettings = new ArrayList<>(List.of(serviceSettings()));
     sidecarSettings.addAll(StandaloneManifests.sidecarEnvironment(sidecarProxy(), "disagg-usage-extproc"));
-    sidecar = ServiceProcess.create("eg-sidecar", sidecarSettings.toArray(String[]::new));
-    sidecar.start();
-    sidecar.awaitReady(Duration.ofSeconds(30));
+    sidecar = ServiceProcess.started("eg-sidecar", sidecarSettings.toArray(String[]::new));
     gateway = EnvoyGatewayProcess.start("envoy-gateway", namespace, centralCase(true, false, "200ms"));
   }
 
