@@ -27,12 +27,17 @@ final class Orchestrator {
   private Orchestrator() {}
 
   static CompletableFuture<Answer> post(String url, Map<String, String> headers, byte[] body) {
+    return post(CLIENT, url, headers, body);
+  }
+
+  /** {@link #post(String, Map, byte[])} on {@code client}'s connections (a caller that must not reuse the suite's). */
+  static CompletableFuture<Answer> post(HttpClient client, String url, Map<String, String> headers, byte[] body) {
     HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url))
         .timeout(Duration.ofSeconds(30))
         .header("content-type", "application/json")
         .POST(HttpRequest.BodyPublishers.ofByteArray(body));
     headers.forEach(request::setHeader);
-    return CLIENT.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray())
+    return client.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray())
         .thenApply(r -> new Answer(r.statusCode(), r.headers().firstValue("content-type").orElse(""), r.body()));
   }
 

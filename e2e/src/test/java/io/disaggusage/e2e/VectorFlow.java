@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 
 /**
  * Runs one scenario vector through a {@link Stack} as its orchestrator would: context first, generation
@@ -59,17 +60,23 @@ final class VectorFlow {
    * through {@code generationSide}'s (one stack, or two Envoys in front of different replicas).
    */
   static Result send(Stack contextSide, Stack generationSide, Vector v) {
+    return send(leg -> context(contextSide, v), leg -> generation(generationSide, v), v);
+  }
+
+  /** Both legs of {@code v} in its order, each sent by the given function (a proxy reached another way). */
+  static Result send(Function<Leg, CompletableFuture<Answer>> contextSender,
+      Function<Leg, CompletableFuture<Answer>> generationSender, Vector v) {
     return switch (v.order()) {
       case CONTEXT_FIRST -> {
-        Answer context = context(contextSide, v).join();
-        yield new Result(context, generation(generationSide, v).join());
+        Answer context = contextSender.apply(v.context()).join();
+        yield new Result(context, generationSender.apply(v.generation()).join());
       }
       case GENERATION_FIRST -> {
-        CompletableFuture<Answer> context = context(contextSide, v);
-        CompletableFuture<Answer> generation = generation(generationSide, v);
+        CompletableFuture<Answer> context = contextSender.apply(v.context());
+        CompletableFuture<Answer> generation = generationSender.apply(v.generation());
         yield new Result(context.join(), generation.join());
       }
-      case CARRIED -> new Result(null, generation(generationSide, v).join());
+      case CARRIED -> new Result(null, generationSender.apply(v.generation()).join());
     };
   }
 
