@@ -128,13 +128,6 @@ final class IstiodProcess extends ChildProcess {
     return problems;
   }
 
-  /** The proxies connected, by the id istiod gives them ({@code POD.NAMESPACE}). */
-  List<String> proxies() {
-    List<String> ids = new ArrayList<>();
-    json(Http.body("http://127.0.0.1:" + debugPort + "/debug/syncz")).forEach(p -> ids.add(p.path("proxy").asText()));
-    return ids;
-  }
-
   /** {@code pilot_total_xds_rejects}: the xDS responses proxies rejected since istiod started. */
   long rejects() {
     Matcher m = REJECTS.matcher(Http.body("http://127.0.0.1:" + monitoringPort + "/metrics"));
