@@ -12,6 +12,7 @@ import java.util.TreeSet;
  * A minimal Envoy bootstrap — one listener whose HTTP connection manager routes everything to a
  * cluster, with the router as its only HTTP filter — into which a piece of configuration is put where
  * its owner would put it: an HTTP filter next to the router (as istiod inserts an HTTP_FILTER patch),
+ * fields merged into the HTTP connection manager (a NETWORK_FILTER MERGE on it),
  * a cluster into the clusters, a virtual host or route configuration into the connection manager.
  * {@link #build()} adds a stand-in cluster for every cluster the result names but does not define (an
  * Istio outbound cluster, the processor's cluster next to a filter snippet, a route's upstream), so
@@ -100,6 +101,33 @@ final class BootstrapAssembly {
   BootstrapAssembly cluster(JsonNode cluster) {
     clusters().add(cluster.deepCopy());
     return this;
+  }
+
+  /**
+   * Merges {@code filter}'s {@code typed_config} into the HTTP connection manager, the way istiod applies a
+   * NETWORK_FILTER MERGE to that filter: same type, field by field (nested messages merged, lists appended).
+   */
+  BootstrapAssembly mergeIntoConnectionManager(JsonNode filter) {
+    JsonNode config = filter.path("typed_config");
+    String type = connectionManager().path("@type").asText();
+    if (!config.path("@type").asText().equals(type)) {
+      throw new IllegalArgumentException("a MERGE into the connection manager must be typed " + type + ", was " + config.path("@type"));
+    }
+    merge(connectionManager(), (ObjectNode) config);
+    return this;
+  }
+
+  private static void merge(ObjectNode into, ObjectNode from) {
+    from.fields().forEachRemaining(field -> {
+      JsonNode existing = into.get(field.getKey());
+      if (existing instanceof ObjectNode target && field.getValue() instanceof ObjectNode source) {
+        merge(target, source);
+      } else if (existing instanceof ArrayNode target && field.getValue() instanceof ArrayNode source) {
+        target.addAll(source.deepCopy());
+      } else {
+        into.set(field.getKey(), field.getValue().deepCopy());
+      }
+    });
   }
 
   /** The connection manager's only virtual host. */

@@ -12,6 +12,8 @@ import io.envoyproxy.envoy.config.cluster.v3.CircuitBreakers;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
+import io.envoyproxy.envoy.config.listener.v3.Filter;
+import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter;
 import io.envoyproxy.envoy.extensions.upstreams.http.v3.HttpProtocolOptions;
 import java.io.IOException;
@@ -73,6 +75,7 @@ class IstioEnvoyFilterTest {
     }
     Map<String, Cluster> clusters = new java.util.HashMap<>();
     List<HttpFilterPatch> httpFilters = new ArrayList<>();
+    int requestIdPatches = 0;
     for (int i = 0; i < patches.size(); i++) {
       JsonNode patch = patches.get(i);
       String where = "configPatches[" + i + "]";
@@ -102,11 +105,18 @@ class IstioEnvoyFilterTest {
           clusters.put(c.getName(), c);
         }
         case "HTTP_FILTER" -> httpFilters.add(new HttpFilterPatch(where, patch, reparse(value, HttpFilter.parser())));
+        case "NETWORK_FILTER" -> {
+          requestIdRules(where, patch, spec, reparse(value, Filter.parser()), p);
+          requestIdPatches++;
+        }
         default -> p.add(where + ": applyTo " + applyTo + " is not used by the shipped filters");
       }
     }
-    if (httpFilters.isEmpty()) {
+    if (httpFilters.isEmpty() && requestIdPatches == 0) {
       p.add("no HTTP_FILTER patch");
+    }
+    if (!httpFilters.isEmpty() && requestIdPatches > 0) {
+      p.add("the request-id fix ships in a file of its own, beside the ext_proc filter it completes");
     }
     for (HttpFilterPatch f : httpFilters) {
       httpFilterRules(f, spec, namespace, clusters.keySet(), p);
@@ -144,6 +154,45 @@ class IstioEnvoyFilterTest {
       if (!"gateway.networking.k8s.io".equals(ref.path("group").asText()) || !"Gateway".equals(ref.path("kind").asText())) {
         p.add("targetRefs must name Gateway API Gateways: " + ref);
       }
+    }
+  }
+
+  /**
+   * The gateway's request-id fix: a MERGE into the gateway's HTTP connection manager that sets
+   * {@code preserve_external_request_id: true} and nothing else (a MERGE may not change what istiod generates
+   * beyond that), scoped to a gateway by {@code targetRefs}.
+   */
+  static void requestIdRules(String where, JsonNode patch, JsonNode spec, Filter filter, List<String> p) {
+    if (!"MERGE".equals(patch.path("patch").path("operation").asText())) {
+      p.add(where + ": the request-id fix must MERGE into the connection manager");
+    }
+    if (!"GATEWAY".equals(patch.path("match").path("context").asText())) {
+      p.add(where + ": the request-id fix belongs to the GATEWAY context (sidecars keep the id already)");
+    }
+    if (!spec.has("targetRefs")) {
+      p.add(where + ": the request-id fix must be scoped to the gateway by targetRefs");
+    }
+    if (!HCM.equals(patch.at("/match/listener/filterChain/filter/name").asText())
+        || patch.at("/match/listener/filterChain/filter").has("subFilter")) {
+      p.add(where + ": match must be the filter " + HCM + " itself");
+    }
+    Message config;
+    try {
+      config = EnvoyProtos.unpack(filter.getTypedConfig());
+    } catch (IllegalArgumentException e) {
+      p.add(where + ": typed_config: " + e.getMessage());
+      return;
+    }
+    if (!config.getDescriptorForType().getFullName().equals(HttpConnectionManager.getDescriptor().getFullName())) {
+      p.add(where + ": typed_config must be an HttpConnectionManager, was " + config.getDescriptorForType().getFullName());
+      return;
+    }
+    HttpConnectionManager hcm = reparse(config, HttpConnectionManager.parser());
+    if (!hcm.getPreserveExternalRequestId()) {
+      p.add(where + ": preserve_external_request_id must be true");
+    }
+    if (!hcm.equals(HttpConnectionManager.newBuilder().setPreserveExternalRequestId(true).build())) {
+      p.add(where + ": the MERGE sets more than preserve_external_request_id: " + hcm);
     }
   }
 
@@ -295,6 +344,47 @@ class IstioEnvoyFilterTest {
     String central = Manifests.istioOutboundCluster(Manifests.CENTRAL_SERVICE, Manifests.centralGrpcPort());
     assertThat(reached).contains(
         "SIDECAR_OUTBOUND disagg_usage_extproc", "SIDECAR_OUTBOUND " + central, "GATEWAY " + central);
+  }
+
+  /** The gateway path needs the request-id fix for vLLM and llm-d: it ships, for the very Gateway gateway.yaml patches. */
+  @Test
+  void theRequestIdFixShipsForTheGatewayOfTheGatewayFilter() {
+    JsonNode gateway = copy("disagg-usage-extproc-gateway");
+    ObjectNode fix = copy("disagg-usage-request-id-gateway");
+    assertThat(fix.at("/spec/targetRefs")).isEqualTo(gateway.at("/spec/targetRefs"));
+    assertThat(fix.at("/metadata/namespace")).isEqualTo(gateway.at("/metadata/namespace"));
+    assertThat(fix.at("/spec/configPatches").findValuesAsText("preserve_external_request_id")).containsExactly("true");
+  }
+
+  @Test
+  void checkerRejectsARequestIdFixThatDoesMoreOrLessOrElsewhere() {
+    ObjectNode more = copy("disagg-usage-request-id-gateway");
+    ((ObjectNode) more.at("/spec/configPatches/0/patch/value/typed_config")).put("use_remote_address", false);
+    assertThat(problems(more)).anySatisfy(s -> assertThat(s).contains("sets more than preserve_external_request_id"));
+
+    ObjectNode off = copy("disagg-usage-request-id-gateway");
+    ((ObjectNode) off.at("/spec/configPatches/0/patch/value/typed_config")).put("preserve_external_request_id", false);
+    assertThat(problems(off)).anySatisfy(s -> assertThat(s).contains("must be true"));
+
+    ObjectNode typo = copy("disagg-usage-request-id-gateway");
+    ((ObjectNode) typo.at("/spec/configPatches/0/patch/value/typed_config")).put("preserve_external_requestid", true);
+    assertThat(problems(typo)).anySatisfy(s -> assertThat(s).contains("preserve_external_requestid"));
+
+    ObjectNode sidecar = copy("disagg-usage-request-id-gateway");
+    ObjectNode patch = (ObjectNode) sidecar.at("/spec/configPatches/0");
+    ((ObjectNode) patch.path("match")).put("context", "SIDECAR_OUTBOUND");
+    ((ObjectNode) patch.path("patch")).put("operation", "REPLACE");
+    ((ObjectNode) sidecar.path("spec")).remove("targetRefs");
+    ((ObjectNode) sidecar.path("spec")).putObject("workloadSelector").putObject("labels").put("app", "x");
+    assertThat(problems(sidecar))
+        .anySatisfy(s -> assertThat(s).contains("GATEWAY context"))
+        .anySatisfy(s -> assertThat(s).contains("MERGE"))
+        .anySatisfy(s -> assertThat(s).contains("targetRefs"));
+
+    ObjectNode together = copy("disagg-usage-extproc-gateway");
+    ((com.fasterxml.jackson.databind.node.ArrayNode) together.at("/spec/configPatches"))
+        .add(copy("disagg-usage-request-id-gateway").at("/spec/configPatches/0"));
+    assertThat(problems(together)).anySatisfy(s -> assertThat(s).contains("file of its own"));
   }
 
   @Test

@@ -30,7 +30,7 @@ record IstioPatch(Manifests.Doc envoyFilter, int index, JsonNode patch) {
   /**
    * A bootstrap holding the patch value where istiod would put it: an HTTP_FILTER into the HTTP
    * connection manager of a listener, relative to the {@code subFilter} its match names; a CLUSTER
-   * ADD into the clusters. Anything else fails, so a new kind of patch is never validated by accident
+   * ADD into the clusters; a NETWORK_FILTER MERGE into that connection manager. Anything else fails, so a new kind of patch is never validated by accident
    * in the wrong place.
    */
   JsonNode bootstrap() {
@@ -44,6 +44,13 @@ record IstioPatch(Manifests.Doc envoyFilter, int index, JsonNode patch) {
           throw new AssertionError(this + ": only CLUSTER ADD is assembled, not " + operation());
         }
         assembly.cluster(value);
+      }
+      case "NETWORK_FILTER" -> {
+        if (!operation().equals("MERGE") || !patch.at("/match/listener/filterChain/filter/name").asText()
+            .equals(IstioEnvoyFilterTest.HCM)) {
+          throw new AssertionError(this + ": only a NETWORK_FILTER MERGE into the HTTP connection manager is assembled");
+        }
+        assembly.mergeIntoConnectionManager(value);
       }
       default -> throw new AssertionError(this + ": no assembly for applyTo " + applyTo() + " yet");
     }

@@ -210,5 +210,11 @@ class RealEnvoyValidateTest {
         .startsWith("f").endsWith(BootstrapAssembly.ROUTER);
     assertThat(bootstrap.at("/static_resources/clusters").findValuesAsText("cluster_name"))
         .contains("outbound|9002||x", "workers");
+    JsonNode merge = YamlDocuments.YAML.readTree("typed_config: {'@type': type.googleapis.com/envoy.extensions.filters"
+        + ".network.http_connection_manager.v3.HttpConnectionManager, preserve_external_request_id: true}");
+    JsonNode merged = new BootstrapAssembly().mergeIntoConnectionManager(merge).build()
+        .at("/static_resources/listeners/0/filter_chains/0/filters/0/typed_config");
+    assertThat(merged.path("preserve_external_request_id").asBoolean()).isTrue();
+    assertThat(merged.path("stat_prefix").asText()).as("the rest of the connection manager stays").isEqualTo("assembled");
   }
 }

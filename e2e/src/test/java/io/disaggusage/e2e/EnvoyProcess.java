@@ -41,6 +41,11 @@ final class EnvoyProcess implements AutoCloseable {
 
   /** Starts Envoy on a bootstrap the caller derived from the shipped one. */
   static EnvoyProcess start(String name, String release, ObjectNode bootstrap, Topology topology) {
+    return start(name, release, bootstrap, topology, List.of());
+  }
+
+  /** {@link #start(String, String, ObjectNode, Topology)} with {@code options} added to Envoy's command line. */
+  static EnvoyProcess start(String name, String release, ObjectNode bootstrap, Topology topology, List<String> options) {
     Path dir = Tools.logs();
     Path config = dir.resolve(name + ".yaml");
     Path accessLog = dir.resolve(name + ".access.log");
@@ -55,6 +60,7 @@ final class EnvoyProcess implements AutoCloseable {
     List<String> command = new ArrayList<>(List.of(
         Tools.envoy(release).toString(), "-c", config.toString(), "--disable-hot-restart",
         "--file-flush-interval-msec", "20", "-l", "info", "--component-log-level", "ext_proc:debug"));
+    command.addAll(options);
     EnvoyProcess envoy = new EnvoyProcess(release, topology, accessLog, log, Processes.start(command, accessLog, log));
     Processes.await("Envoy " + release + " admin LIVE", Duration.ofSeconds(30), () -> {
       if (!envoy.process.isAlive()) {

@@ -62,6 +62,18 @@ final class ServiceProcess extends ChildProcess {
 
   /** {@link #create(String, String...)} started by {@code launcher} instead of the README's command. */
   static ServiceProcess create(String name, List<String> launcher, String... extra) {
+    return create(name, launcher, FreePorts.next(), extra);
+  }
+
+  /**
+   * {@link #create(String, String...)} listening for gRPC on {@code grpcPort}: where a shipped manifest names the
+   * port (Istio's sidecar cluster points at 127.0.0.1:9002).
+   */
+  static ServiceProcess createOnPort(String name, int grpcPort, String... extra) {
+    return create(name, InstalledTools.serviceCommand(), grpcPort, extra);
+  }
+
+  private static ServiceProcess create(String name, List<String> launcher, int grpcPort, String... extra) {
     try {
       java.nio.file.Files.deleteIfExists(Tools.logs().resolve(name + ".log")); // restarts append; runs do not
     } catch (java.io.IOException e) {
@@ -77,7 +89,7 @@ final class ServiceProcess extends ChildProcess {
         settings.add(setting);
       }
     }
-    return new ServiceProcess(name, launcher, FreePorts.next(), FreePorts.next(), settings, environment);
+    return new ServiceProcess(name, launcher, grpcPort, FreePorts.next(), settings, environment);
   }
 
   /** Creates and starts one, waiting until {@code /readyz} answers 200. */

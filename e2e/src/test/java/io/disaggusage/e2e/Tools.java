@@ -104,6 +104,14 @@ public final class Tools {
     return installerSetting("(?m)^envoy_gateway_envoy=([0-9.]+)", "envoy_gateway_envoy=...");
   }
 
+  /**
+   * istiod's {@code pilot-discovery}, built from the istio.io/istio version istioctl is pinned to, with the two nil
+   * checks it needs without a Kubernetes client (scripts/install-test-tools says which).
+   */
+  public static Path pilotDiscovery() {
+    return installed("pilot-discovery", "istiod (pilot-discovery)");
+  }
+
   public static Path redisServer() {
     return installed("redis-server", "redis-server");
   }

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 
 /**
  * Runs one scenario vector through a {@link Stack} as its orchestrator would: context first, generation
@@ -67,23 +68,20 @@ final class VectorFlow {
     return send(leg -> context(contextSide, v), leg -> generation(generationSide, v), v);
   }
 
-  /**
-   * Both legs of {@code v} in its order, each sent by the function given for its phase (a gateway that
-   * routes both phases through one listener, say).
-   */
-  static Result send(java.util.function.Function<Leg, CompletableFuture<Answer>> contextLeg,
-      java.util.function.Function<Leg, CompletableFuture<Answer>> generationLeg, Vector v) {
+  /** Both legs of {@code v} in its order, each sent by the given function (a proxy reached another way). */
+  static Result send(Function<Leg, CompletableFuture<Answer>> contextSender,
+      Function<Leg, CompletableFuture<Answer>> generationSender, Vector v) {
     return switch (v.order()) {
       case CONTEXT_FIRST -> {
-        Answer context = contextLeg.apply(v.context()).join();
-        yield new Result(context, generationLeg.apply(v.generation()).join());
+        Answer context = contextSender.apply(v.context()).join();
+        yield new Result(context, generationSender.apply(v.generation()).join());
       }
       case GENERATION_FIRST -> {
-        CompletableFuture<Answer> context = contextLeg.apply(v.context());
-        CompletableFuture<Answer> generation = generationLeg.apply(v.generation());
+        CompletableFuture<Answer> context = contextSender.apply(v.context());
+        CompletableFuture<Answer> generation = generationSender.apply(v.generation());
         yield new Result(context.join(), generation.join());
       }
-      case CARRIED -> new Result(null, generationLeg.apply(v.generation()).join());
+      case CARRIED -> new Result(null, generationSender.apply(v.generation()).join());
     };
   }
 
