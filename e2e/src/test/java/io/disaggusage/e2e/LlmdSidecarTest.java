@@ -242,6 +242,9 @@ class LlmdSidecarTest {
           .containsExactlyEntriesOf(Map.of("passthrough_no_context", 2L));
       // Envoy's local 503 on the prefill pod: counted not_disaggregated (non-2xx) with Envoy 1.40.0, reset
       // with 1.36.2; never stored, so nothing could be matched to the decode leg.
+      // the second reset may be counted a moment after its client's answer: wait for it, then check
+      Processes.await("both failed contexts counted", Duration.ofSeconds(5), () -> ServiceMetrics
+          .exchanges(deployment.service, "context").values().stream().mapToLong(Long::longValue).sum() >= 2);
       Map<String, Long> failedContexts = ServiceMetrics.exchanges(deployment.service, "context");
       assertThat(failedContexts.keySet()).isSubsetOf("not_disaggregated", "reset");
       assertThat(failedContexts.values().stream().mapToLong(Long::longValue).sum()).as(failedContexts.toString()).isEqualTo(2);
