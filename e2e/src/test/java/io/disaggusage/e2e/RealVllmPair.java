@@ -9,7 +9,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -89,12 +91,12 @@ final class RealVllmPair {
     Path python = Tools.vllmPython();
     Path model = Tools.vllmModel();
     long begin = System.nanoTime();
-    List<Process> processes = new ArrayList<>();
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> processes.forEach(p -> Processes.stop(p, Duration.ofSeconds(10)))));
+    Set<ProcessHandle> tree = ConcurrentHashMap.newKeySet();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> stop(tree)));
     Launch prefill = launch("prefill", "kv_producer", 0, python, model);
-    processes.add(prefill.process());
+    tree.add(prefill.process().toHandle());
     Launch decode = launch("decode", "kv_consumer", 1, python, model);
-    processes.add(decode.process());
+    tree.add(decode.process().toHandle());
     CompletableFuture<Server> prefillReady = CompletableFuture.supplyAsync(() -> prefill.await(begin));
     CompletableFuture<Server> decodeReady = CompletableFuture.supplyAsync(() -> decode.await(begin));
     RealVllmPair pair;
@@ -103,9 +105,27 @@ final class RealVllmPair {
     } catch (java.util.concurrent.CompletionException e) {
       throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
     }
+    // the EngineCore and worker processes by PID: the suite's own exit hook may kill an API server first, and
+    // its children, reparented, would no longer be its descendants
+    tree.addAll(prefill.process().descendants().toList());
+    tree.addAll(decode.process().descendants().toList());
     System.out.printf("real vLLM pair ready: prefill /health after %.1f s, decode after %.1f s; RSS prefill %d MiB, decode %d MiB%n",
         seconds(pair.prefill.startTime()), seconds(pair.decode.startTime()), pair.prefill.rssMiB(), pair.decode.rssMiB());
     return pair;
+  }
+
+  /** SIGTERM to every process of the pair, then SIGKILL to those still alive after 10 s. */
+  private static void stop(Set<ProcessHandle> tree) {
+    List<ProcessHandle> all = new ArrayList<>(tree);
+    tree.forEach(p -> all.addAll(p.descendants().toList()));
+    all.forEach(ProcessHandle::destroy);
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    for (ProcessHandle p : all) {
+      while (p.isAlive() && System.nanoTime() < deadline) {
+        Processes.sleepMillis(50);
+      }
+      p.destroyForcibly();
+    }
   }
 
   private record Launch(String role, int port, Process process, Path log) {

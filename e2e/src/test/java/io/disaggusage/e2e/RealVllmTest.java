@@ -38,7 +38,7 @@ class RealVllmTest {
    * About 300 tokens with the tiny model's tokenizer: more than two 128-token KV blocks, so a repeat of a
    * prompt hits the prefill's prefix cache for 256 tokens.
    */
-  static final String PASSAGE = String.join(" ", java.util.Collections.nCopies(12,
+  static final String PASSAGE = String.join(" ", java.util.Collections.nCopies(9,
       "The river runs past the old house where the children play every day, and the mountain above it is white in winter."));
 
   private static RealVllmStack stack;
@@ -124,6 +124,12 @@ class RealVllmTest {
     Flow fresh = Flow.through(proxy, shape, body);
     Flow repeat = Flow.through(proxy, shape, body);
 
+    assertThat(RealVllmPair.logLines(stack.pair.decode, "NIXL compatibility check passed"))
+        .as("the decode pulled the prefill's KV over NIXL").isNotEmpty();
+    for (RealVllmPair.Server server : List.of(stack.pair.prefill, stack.pair.decode)) {
+      assertThat(RealVllmPair.logLines(server, "nixl_idle_delay: NIXL agent progress-thread delay 1000 us"))
+          .as("the installer's idle-delay hook ran in the " + server.role() + " worker").isNotEmpty();
+    }
     assertThat(fresh.contextCached()).as("a fresh prompt: nothing cached on the prefill").isZero();
     assertThat(repeat.contextCached()).as("the repeat hits the prefill's prefix cache in 128-token blocks")
         .isPositive().isEqualTo((repeat.contextPrompt() - 1) / RealVllmPair.BLOCK_TOKENS * RealVllmPair.BLOCK_TOKENS);
