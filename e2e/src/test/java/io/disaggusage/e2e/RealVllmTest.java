@@ -26,7 +26,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * shipped envoy.yaml and the shipped jar, driven by a P/D proxy that does what vLLM's
  * {@code toy_proxy_server.py} does ({@link ProxyOrchestrator}), by that proxy dropping
  * {@code remote_prefill_cached_tokens} from the hand-off (a router that rebuilds the parameters, or an
- * engine before 0.31), by real vllm-router 0.1.17 and by llm-d's pd-sidecar. Every client's usage is
+ * engine before 0.31) or forging it (a client-forged count, vLLM #58728), by real vllm-router 0.1.17 and by
+ * llm-d's pd-sidecar. Every client's usage is
  * checked against what the two real legs answered ({@link RecordingHop}s between Envoy and the servers),
  * its bytes outside {@code usage} against the decode engine's, and the decode leg's access-log metadata
  * and the service's {@code disagg_usage_exchanges_total} against both.
@@ -44,6 +45,7 @@ class RealVllmTest {
   private static RealVllmStack stack;
   private static ProxyOrchestrator toyProxy;
   private static ProxyOrchestrator droppingProxy;
+  private static ProxyOrchestrator forgingProxy;
 
   /** A request shape a client sends. */
   enum Shape {
@@ -77,8 +79,14 @@ class RealVllmTest {
     }
   }
 
-  /** The hand-off a proxy makes of the prefill's {@code kv_transfer_params}. */
-  enum Handoff { VERBATIM, DROPS_REMOTE_PREFILL_CACHED_TOKENS }
+  /**
+   * The hand-off a proxy makes of the prefill's {@code kv_transfer_params}: verbatim, without
+   * {@code remote_prefill_cached_tokens}, or with it forged (vLLM #58728: the decode reports what it is given).
+   */
+  enum Handoff { VERBATIM, DROPS_REMOTE_PREFILL_CACHED_TOKENS, FORGES_REMOTE_PREFILL_CACHED_TOKENS }
+
+  /** The cached count the forging proxy hands the decode: more than any prompt of these tests. */
+  static final int FORGED_CACHED = 9999;
 
   @BeforeAll
   static void start() {
@@ -88,6 +96,7 @@ class RealVllmTest {
       params.remove("remote_prefill_cached_tokens");
       return params;
     });
+    forgingProxy = new ProxyOrchestrator(stack.envoy, params -> params.put("remote_prefill_cached_tokens", FORGED_CACHED));
   }
 
   @AfterAll
@@ -95,6 +104,7 @@ class RealVllmTest {
     if (toyProxy != null) {
       toyProxy.close();
       droppingProxy.close();
+      forgingProxy.close();
     }
     if (stack != null) {
       stack.close();
@@ -119,7 +129,11 @@ class RealVllmTest {
   @ParameterizedTest(name = "toy proxy, hand-off {0}: {1}, a fresh prompt and the same prompt again (prefix hit)")
   @MethodSource("shapes")
   void clientReadsThePrefillsPromptAccounting(Handoff handoff, Shape shape) {
-    ProxyOrchestrator proxy = handoff == Handoff.VERBATIM ? toyProxy : droppingProxy;
+    ProxyOrchestrator proxy = switch (handoff) {
+      case VERBATIM -> toyProxy;
+      case DROPS_REMOTE_PREFILL_CACHED_TOKENS -> droppingProxy;
+      case FORGES_REMOTE_PREFILL_CACHED_TOKENS -> forgingProxy;
+    };
     String body = shape.body(freshPrompt(), 8);
     Flow fresh = Flow.through(proxy, shape, body);
     Flow repeat = Flow.through(proxy, shape, body);
@@ -136,11 +150,13 @@ class RealVllmTest {
     for (Flow flow : List.of(fresh, repeat)) {
       flow.assertToyProxyWire(handoff);
       long reported = flow.reportedCached();
-      if (handoff == Handoff.VERBATIM) {
-        assertThat(reported).as("vLLM 0.32 (#54222): the decode reports the prefill's cached count it was handed").isEqualTo(flow.contextCached());
-      } else {
-        assertThat(reported).as("without remote_prefill_cached_tokens the decode reports the whole prompt cached")
-            .isEqualTo(flow.contextPrompt());
+      switch (handoff) {
+        case VERBATIM -> assertThat(reported).as("vLLM 0.32 (#54222): the decode reports the prefill's cached count it was handed")
+            .isEqualTo(flow.contextCached());
+        case DROPS_REMOTE_PREFILL_CACHED_TOKENS -> assertThat(reported)
+            .as("without remote_prefill_cached_tokens the decode reports the whole prompt cached").isEqualTo(flow.contextPrompt());
+        case FORGES_REMOTE_PREFILL_CACHED_TOKENS -> assertThat(reported)
+            .as("vLLM #58728: the decode reports the forged count").isEqualTo(FORGED_CACHED);
       }
     }
   }
@@ -321,6 +337,8 @@ class RealVllmTest {
       ObjectNode handed = params.deepCopy();
       if (handoff == Handoff.DROPS_REMOTE_PREFILL_CACHED_TOKENS) {
         handed.remove("remote_prefill_cached_tokens");
+      } else if (handoff == Handoff.FORGES_REMOTE_PREFILL_CACHED_TOKENS) {
+        handed.put("remote_prefill_cached_tokens", FORGED_CACHED);
       }
       assertThat(RouterClients.parseJson(decode.requestText()).path("kv_transfer_params")).isEqualTo(handed);
     }
