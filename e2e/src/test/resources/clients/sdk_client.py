@@ -1,15 +1,15 @@
 """Calls an OpenAI-compatible or Anthropic endpoint with the official Python SDK and prints, as one JSON
-line, the usage the SDK parsed. Usage: sdk_client.py BASE_URL API STREAM [PROMPT [HEADERS]], API in chat,
-completions, responses, messages; STREAM in true/false; PROMPT the user message (a fixed question when
-absent); HEADERS a JSON object of extra request headers (e.g. llm-d's x-prefiller-host-port). Any SDK
-error exits non-zero with the error on stderr."""
+line, the usage the SDK parsed. Usage: sdk_client.py BASE_URL API STREAM [PROMPT [HEADERS [MODEL]]], API in
+chat, completions, responses, messages; STREAM in true/false; PROMPT the user message (a fixed question when
+absent); HEADERS a JSON object of extra request headers (e.g. llm-d's x-prefiller-host-port); MODEL the
+model to ask for (the simulated workers' when absent). Any SDK error exits non-zero with the error on stderr."""
 import json
 import sys
 
 base_url, api, stream = sys.argv[1], sys.argv[2], sys.argv[3] == "true"
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 PROMPT = sys.argv[4] if len(sys.argv) > 4 else "What is the capital of France?"
 HEADERS = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+MODEL = sys.argv[6] if len(sys.argv) > 6 else "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def openai_usage():

@@ -17,10 +17,13 @@ import java.util.UUID;
 /**
  * A vLLM P/D proxy in front of an Envoy: what a client (curl, an SDK) talks to. For each request it calls
  * the prefill worker through Envoy's context listener (the request plus {@code kv_transfer_params
- * {do_remote_decode: true}}, {@code max_tokens: 1}, {@code stream: false}), then the decode worker through
- * the generation listener (the request plus the prefill's {@code kv_transfer_params}), both with one
- * {@code X-Request-Id}, and streams the decode answer back chunk by chunk, as vLLM's
- * {@code disagg_proxy_p2p_nccl_xpyd.py} and {@code toy_proxy_server.py} do.
+ * {do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null,
+ * remote_host: null, remote_port: null}}, {@code max_tokens: 1}, {@code max_completion_tokens: 1} when the
+ * client sent it, {@code stream: false}, no {@code stream_options}), then the decode worker through the
+ * generation listener (the request plus the prefill's {@code kv_transfer_params}, verbatim unless the proxy
+ * was given a {@code handoff} that rewrites them), both with one fresh {@code X-Request-Id}, and streams
+ * the decode answer back chunk by chunk, as vLLM's {@code toy_proxy_server.py}
+ * ({@code tests/v1/kv_connector/nixl_integration}) and {@code disagg_proxy_p2p_nccl_xpyd.py} do.
  */
 final class ProxyOrchestrator implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -28,11 +31,26 @@ final class ProxyOrchestrator implements AutoCloseable {
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
   private final EnvoyProcess envoy;
+  private final java.util.function.UnaryOperator<ObjectNode> handoff;
+  private final java.util.List<String> requestIds = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
   private final LoopbackServer server;
 
   ProxyOrchestrator(EnvoyProcess envoy) {
+    this(envoy, java.util.function.UnaryOperator.identity());
+  }
+
+  /** A proxy that passes the prefill's {@code kv_transfer_params} through {@code handoff} on the way to the decode leg. */
+  ProxyOrchestrator(EnvoyProcess envoy, java.util.function.UnaryOperator<ObjectNode> handoff) {
     this.envoy = envoy;
+    this.handoff = handoff;
     this.server = new LoopbackServer(this::handle);
+  }
+
+  /** The {@code X-Request-Id} of each request so far, in the order the requests arrived. */
+  java.util.List<String> requestIds() {
+    synchronized (requestIds) {
+      return java.util.List.copyOf(requestIds);
+    }
   }
 
   /** The base URL an OpenAI or Anthropic client is given. */
@@ -45,10 +63,15 @@ final class ProxyOrchestrator implements AutoCloseable {
       String path = exchange.getRequestURI().getPath();
       ObjectNode request = (ObjectNode) JSON.readTree(exchange.getRequestBody());
       String requestId = UUID.randomUUID().toString();
+      requestIds.add(requestId);
 
       ObjectNode prefill = request.deepCopy();
-      prefill.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false);
+      prefill.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false)
+          .putNull("remote_engine_id").putNull("remote_block_ids").putNull("remote_host").putNull("remote_port");
       prefill.put("max_tokens", 1);
+      if (prefill.has("max_completion_tokens")) {
+        prefill.put("max_completion_tokens", 1);
+      }
       prefill.put("stream", false);
       prefill.remove("stream_options");
       HttpResponse<byte[]> prefilled = CLIENT.send(post(envoy.contextUrl(path), requestId, prefill), HttpResponse.BodyHandlers.ofByteArray());
@@ -58,7 +81,8 @@ final class ProxyOrchestrator implements AutoCloseable {
       }
       ObjectNode decode = request.deepCopy();
       JsonNode handoff = JSON.readTree(prefilled.body()).path("kv_transfer_params");
-      decode.set("kv_transfer_params", handoff.isObject() ? handoff : JSON.createObjectNode().put("do_remote_prefill", true));
+      decode.set("kv_transfer_params", this.handoff.apply(
+          handoff.isObject() ? (ObjectNode) handoff : JSON.createObjectNode().put("do_remote_prefill", true)));
 
       HttpResponse<InputStream> decoded = CLIENT.send(post(envoy.generationUrl(path), requestId, decode), HttpResponse.BodyHandlers.ofInputStream());
       exchange.getResponseHeaders().set("content-type", decoded.headers().firstValue("content-type").orElse("application/json"));

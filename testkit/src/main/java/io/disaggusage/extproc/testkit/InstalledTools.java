@@ -14,8 +14,8 @@ import java.util.Locale;
 public final class InstalledTools {
   /** What to run when a program is missing. */
   public static final String INSTALL =
-      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar and"
-          + " redis-server into .tools/)";
+      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar, the"
+          + " real vLLM engine with its tiny model and redis-server into .tools/)";
 
   private InstalledTools() {}
 
