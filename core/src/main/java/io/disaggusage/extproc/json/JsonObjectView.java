@@ -63,6 +63,8 @@ public final class JsonObjectView {
         object = read(parser, Set.of());
       } else if (kind == JsonToken.START_OBJECT || kind == JsonToken.START_ARRAY) {
         parser.skipChildren();
+      } else if (kind == JsonToken.VALUE_STRING) {
+        parser.finishToken(); // a string is read lazily: without this its end is not known
       }
       int valueEnd = offset(parser.currentLocation().getByteOffset());
       members.remove(name); // keep document order of the effective (last) occurrence

@@ -203,13 +203,7 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
   private void release() {
     byte[] out;
     try {
-      if (resolved.usage() == null) {
-        figures = rewriter.inspectObject(held, usageLength, shape);
-        outcome = resolved.fallback();
-        out = Arrays.copyOf(held, heldLength);
-      } else {
-        out = rewrite();
-      }
+      out = rewrite();
     } catch (RuntimeException e) {
       // Only this body's correction is lost: the held bytes go out exactly as they came.
       outcome = Outcome.ERROR;
@@ -223,14 +217,21 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
   }
 
   private byte[] rewrite() {
-    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, resolved.usage(), shape);
+    ContextUsage context = resolved.usage();
+    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, context, shape);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
-      outcome = Outcome.REWRITTEN;
+      outcome = r.impossible() ? Outcome.IMPOSSIBLE_COUNT : context == null ? resolved.fallback() : Outcome.REWRITTEN;
       figures = r.figures();
       corrected = r.corrected();
       return r.corrected() ? r.edits().applyTo(held, 0, heldLength) : Arrays.copyOf(held, heldLength);
     }
-    outcome = Outcome.of((JsonUsageRewriter.Rejected) result);
+    if (context == null) {
+      // Left alone without context usage: the worker's own figures, under the fallback's outcome.
+      figures = rewriter.inspectObject(held, usageLength, shape);
+      outcome = resolved.fallback();
+    } else {
+      outcome = Outcome.of((JsonUsageRewriter.Rejected) result);
+    }
     return Arrays.copyOf(held, heldLength);
   }
 

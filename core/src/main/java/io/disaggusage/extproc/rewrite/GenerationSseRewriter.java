@@ -72,6 +72,8 @@ public final class GenerationSseRewriter implements GenerationRewriter {
   private ExchangeReport lastUsageReport;
   private boolean oversizeSeen;
   private boolean correctedAny;
+  /** Some usage event held a count that cannot be true (it went out corrected). */
+  private boolean impossibleAny;
   private String model;
 
   public GenerationSseRewriter(
@@ -356,7 +358,8 @@ public final class GenerationSseRewriter implements GenerationRewriter {
       outcome = Outcome.OVERSIZE;
     }
     if (lastUsageReport != null && outcome == lastUsageReport.outcome()) {
-      return new ExchangeReport(outcome, lastUsageReport.figures(), correctedAny, model);
+      return new ExchangeReport(
+          impossibleAny ? Outcome.IMPOSSIBLE_COUNT : outcome, lastUsageReport.figures(), correctedAny, model);
     }
     return new ExchangeReport(outcome, null, correctedAny, model);
   }
@@ -440,25 +443,25 @@ public final class GenerationSseRewriter implements GenerationRewriter {
 
   private void rewrite(SseEvent event) {
     byte[] payload = event.payloadBytes();
-    if (resolved.usage() == null) {
-      var own = rewriter.inspect(payload, shape);
-      if (own != null) {
-        Outcome fallback = resolved.fallback();
-        record(fallback, new ExchangeReport(fallback, own, false, null));
-      }
-      releaseUsageEvent(event, event.rawArray());
-      return;
-    }
-    JsonUsageRewriter.Result result = rewriter.rewrite(payload, resolved.usage(), shape);
+    ContextUsage context = resolved.usage();
+    JsonUsageRewriter.Result result = rewriter.rewriteEvent(payload, context, shape);
+    Outcome applied = context == null ? resolved.fallback() : Outcome.REWRITTEN;
     if (result instanceof JsonUsageRewriter.Rewritten r) {
       if (r.model() != null) {
         model = r.model();
       }
-      record(Outcome.REWRITTEN, new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model()));
+      impossibleAny |= r.impossible();
+      record(applied, new ExchangeReport(applied, r.figures(), r.corrected(), r.model()));
       if (r.corrected()) {
         correctedAny = true;
         releaseUsageEvent(event, event.patchedRaw(patches(r.edits())));
         return;
+      }
+    } else if (context == null) {
+      // Left alone without context usage: the worker's own figures, under the fallback's outcome.
+      var own = rewriter.inspect(payload, shape);
+      if (own != null) {
+        record(applied, new ExchangeReport(applied, own, false, null));
       }
     } else if (result instanceof JsonUsageRewriter.Rejected rejected) {
       record(Outcome.of(rejected), null);

@@ -19,7 +19,7 @@ public enum Outcome {
   FINGERPRINT_MISMATCH("fingerprint_mismatch"),
   /** Body, event or usage object above its configured cap: passed through. */
   OVERSIZE("oversize"),
-  /** Body or usage that does not parse, or counts that are not non-negative integers: passed through. */
+  /** Body or usage that does not parse, a required count missing, details of the wrong type: passed through. */
   PARSE_ERROR("parse_error"),
   /** The response carried no usage object (the client did not ask for usage): nothing to rewrite. */
   NO_USAGE("no_usage"),
@@ -32,7 +32,14 @@ public enum Outcome {
    * was released to the client or stored: there were no figures to count. An exchange reset after its
    * usage went out counts with that usage's outcome instead.
    */
-  RESET("reset");
+  RESET("reset"),
+  /**
+   * The generation usage held a count that cannot be true (negative, fractional, not a number, cached
+   * above the prompt; behaviour.md "Counts that cannot be true"): it went out corrected, from the
+   * context usage where known, else clamped. Takes the place of {@link #REWRITTEN} and of the
+   * pass-through outcomes of a body that was read.
+   */
+  IMPOSSIBLE_COUNT("impossible_count");
 
   private final String label;
 

@@ -37,8 +37,14 @@ public interface ApiShape {
    */
   Optional<ContextUsage> context(JsonObjectView usage, byte[] doc);
 
-  /** Applies the §2 rule to {@code g}, the generation worker's usage object as laid out in {@code doc}. */
-  UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc);
+  /**
+   * Applies the §2 rule to {@code g}, the generation worker's usage object as laid out in {@code doc}.
+   * With {@code c} null (no context usage) only counts that cannot be true change, to their clamped
+   * values, and the total with them. {@code addMembers}: members {@code g} lacks may be added; false
+   * for the running usage of an SSE event that also carries content, whose shape stays as it is (the
+   * stream's usage-only event carries the counts).
+   */
+  UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc, boolean addMembers);
 
   /** The figures a usage object states about itself (null members where it states nothing usable). */
   UsageFigures figuresOf(JsonObjectView usage);

@@ -12,6 +12,6 @@ import java.util.Set;
 final class ChatCompletionsShape extends OpenAiShape {
 
   ChatCompletionsShape() {
-    super("/completions", Set.of(), true, "prompt_tokens", "prompt_tokens_details", "completion_tokens");
+    super(UsageFields.CHAT, "/completions", Set.of(), true, "prompt_tokens", "prompt_tokens_details", "completion_tokens");
   }
 }

@@ -16,10 +16,11 @@ public final class JsonUsageRewriter {
 
   /**
    * The rule was applied. {@code document} is the input array itself when nothing changed;
-   * {@code edits} are the changes relative to the input, for callers that patch a larger buffer.
+   * {@code edits} are the changes relative to the input, for callers that patch a larger buffer;
+   * {@code impossible}: the usage held a count that could not be true ({@link UsageRule.Applied}).
    */
   public record Rewritten(
-      byte[] document, ByteEdits edits, UsageFigures figures, boolean corrected, String model)
+      byte[] document, ByteEdits edits, UsageFigures figures, boolean corrected, String model, boolean impossible)
       implements Result {}
 
   /** The document parses but carries no (non-null) usage object: nothing to do. */
@@ -43,8 +44,23 @@ public final class JsonUsageRewriter {
     this.maxUsageBytes = maxUsageBytes;
   }
 
-  /** Applies the §2 rule with context usage {@code c} to the usage inside {@code doc}. */
+  /**
+   * Applies the §2 rule with context usage {@code c} (null: none, only impossible counts are clamped)
+   * to the usage inside {@code doc}, a whole response body.
+   */
   public Result rewrite(byte[] doc, ContextUsage c, ApiShape shape) {
+    return rewrite(doc, c, shape, false);
+  }
+
+  /**
+   * {@link #rewrite} for the data of one SSE event: members are added only when it is not a content
+   * event ({@link UsageDocument#carriesContent}), whose running usage keeps its own shape.
+   */
+  public Result rewriteEvent(byte[] doc, ContextUsage c, ApiShape shape) {
+    return rewrite(doc, c, shape, true);
+  }
+
+  private Result rewrite(byte[] doc, ContextUsage c, ApiShape shape, boolean event) {
     UsageDocument parsed;
     try {
       parsed = UsageDocument.parse(factory, doc);
@@ -58,17 +74,19 @@ public final class JsonUsageRewriter {
     if (usage.end() - usage.start() > maxUsageBytes) {
       return new Rejected(Reason.OVERSIZE_USAGE, "usage object above limits.max_usage_bytes");
     }
-    UsageRule.Result result = shape.apply(c, usage, doc);
+    UsageRule.Result result = shape.apply(c, usage, doc, !(event && parsed.carriesContent()));
     if (result instanceof UsageRule.Invalid invalid) {
       return new Rejected(Reason.INVALID_USAGE, invalid.reason());
     }
     UsageRule.Applied applied = (UsageRule.Applied) result;
     byte[] out = applied.corrected() ? applied.edits().applyTo(doc, 0, doc.length) : doc;
-    return new Rewritten(out, applied.edits(), applied.figures(), applied.corrected(), parsed.model());
+    return new Rewritten(
+        out, applied.edits(), applied.figures(), applied.corrected(), parsed.model(), applied.impossible());
   }
 
   /**
-   * Applies the §2 rule to a usage object that is the whole of {@code usage[0, length)}: a fragment
+   * Applies the §2 rule (with {@code c} null: the clamp alone) to a usage object that is the whole of
+   * {@code usage[0, length)}: a fragment
    * the caller cut from a larger document it has checked itself. A {@link Rewritten} result's
    * {@code document} is {@code usage} itself and its {@code edits} are relative to it, so they also
    * patch a larger buffer that starts with the object; its {@code model} is null.
@@ -83,12 +101,12 @@ public final class JsonUsageRewriter {
     } catch (UsageDocument.MalformedException e) {
       return new Rejected(Reason.MALFORMED, e.getMessage());
     }
-    UsageRule.Result result = shape.apply(c, view, usage);
+    UsageRule.Result result = shape.apply(c, view, usage, true);
     if (result instanceof UsageRule.Invalid invalid) {
       return new Rejected(Reason.INVALID_USAGE, invalid.reason());
     }
     UsageRule.Applied applied = (UsageRule.Applied) result;
-    return new Rewritten(usage, applied.edits(), applied.figures(), applied.corrected(), null);
+    return new Rewritten(usage, applied.edits(), applied.figures(), applied.corrected(), null, applied.impossible());
   }
 
   /**

@@ -5,6 +5,7 @@ import io.disaggusage.extproc.json.JsonObjectView.Member;
 import io.disaggusage.extproc.json.JsonObjectView;
 import java.math.BigInteger;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -66,39 +67,61 @@ final class MessagesShape implements ApiShape {
   }
 
   @Override
-  public UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc) {
+  public UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc, boolean addMembers) {
     Member gInput = g.get(INPUT);
     Member gOutput = g.get(OUTPUT);
     Member gRead = g.get(CACHE_READ);
     Member gCreation = g.get(CACHE_CREATION);
-    if (gOutput == null || !gOutput.isNonNegativeInteger()) {
-      return new UsageRule.Invalid(OUTPUT + " is missing or not a non-negative integer");
+    if (gOutput == null) {
+      return new UsageRule.Invalid(OUTPUT + " is missing");
     }
-    for (Member m : new Member[] {gInput, gRead, gCreation}) {
-      if (!countOrNull(m)) {
-        return new UsageRule.Invalid(m.name() + " is not a non-negative integer");
-      }
+    Count input = Count.of(gInput, doc, true);
+    Count readCount = Count.of(gRead, doc, true);
+    Count creationCount = Count.of(gCreation, doc, true);
+    Count output = Count.of(gOutput, doc, false);
+    boolean impossible = !output.possible();
+    for (Count count : new Count[] {input, readCount, creationCount}) {
+      impossible |= count != null && !count.possible();
     }
 
-    // C's split of its prompt; an unknown split (C stated no cache count) reads as "no cache".
-    BigInteger prompt = c.promptTokens();
-    boolean split = c.statesCache();
-    BigInteger read = split ? c.cachedTokens().min(prompt) : BigInteger.ZERO;
-    BigInteger creation =
-        split && c.cacheCreationTokens() != null
-            ? c.cacheCreationTokens().min(prompt.subtract(read))
-            : BigInteger.ZERO;
-    BigInteger input = prompt.subtract(read).subtract(creation);
+    BigInteger prompt;
+    BigInteger read;
+    BigInteger creation;
+    boolean split;
+    if (c != null) {
+      // C's split of its prompt; an unknown split (C stated no cache count) reads as "no cache".
+      prompt = c.promptTokens();
+      split = c.statesCache();
+      read = split ? c.cachedTokens().min(prompt) : BigInteger.ZERO;
+      creation =
+          split && c.cacheCreationTokens() != null
+              ? c.cacheCreationTokens().min(prompt.subtract(read))
+              : BigInteger.ZERO;
+    } else {
+      // No context usage: G's own split, clamped (members G states null or lacks stay as they are).
+      read = readCount == null ? null : readCount.value();
+      creation = creationCount == null ? null : creationCount.value();
+      prompt = input == null || input.value() == null ? null
+          : input.value().add(orZero(read)).add(orZero(creation));
+      split = false;
+    }
 
     ByteEdits edits = new ByteEdits();
-    set(g, gInput, INPUT, input, true, edits);
-    // Cache members G lacks are added only when C states its split; ones G has are always set, so
-    // G's inflated cache read never survives next to C's input count.
-    set(g, gRead, CACHE_READ, read, split, edits);
-    set(g, gCreation, CACHE_CREATION, creation, split, edits);
-    BigInteger output = gOutput.integer();
-    BigInteger reported = gRead == null ? null : gRead.integer();
-    return new UsageRule.Applied(edits, new UsageFigures(prompt, read, output, prompt.add(output), reported));
+    if (c != null) {
+      BigInteger uncached = prompt.subtract(read).subtract(creation);
+      UsageRule.setCount(g, gInput, INPUT, uncached, true, edits);
+      // Cache members G lacks are added only when C states its split; ones G has are always set, so
+      // G's inflated cache read never survives next to C's input count.
+      UsageRule.setCount(g, gRead, CACHE_READ, read, split, edits);
+      UsageRule.setCount(g, gCreation, CACHE_CREATION, creation, split, edits);
+    } else {
+      impossible |= UsageRule.clampListed(g, List.of(INPUT, CACHE_READ, CACHE_CREATION), doc, edits);
+    }
+    UsageRule.setCount(g, gOutput, OUTPUT, output.value(), false, edits);
+    BigInteger reported = readCount == null ? null : readCount.reported();
+    BigInteger total = prompt == null ? null : prompt.add(output.value());
+    return new UsageRule.Applied(
+        edits, new UsageFigures(prompt, read, output.value(), total, reported), impossible);
   }
 
   /**
@@ -132,18 +155,6 @@ final class MessagesShape implements ApiShape {
     BigInteger prompt = input == null ? null : input.add(orZero(read)).add(orZero(creation));
     BigInteger total = prompt == null || output == null ? null : prompt.add(output);
     return new UsageFigures(prompt, read, output, total, read);
-  }
-
-  /** Sets member {@code name} to {@code value}: replaced when it differs, added when absent and wanted. */
-  private static void set(
-      JsonObjectView g, Member m, String name, BigInteger value, boolean addIfAbsent, ByteEdits edits) {
-    if (m == null) {
-      if (addIfAbsent) {
-        edits.insert(g.closingBrace(), "," + UsageRule.quote(name) + ":" + value);
-      }
-    } else if (m.isNull() || !m.integer().equals(value)) {
-      edits.replace(m.start(), m.end(), value.toString());
-    }
   }
 
   /** Absent, null, or a non-negative integer: the values a count member may have. */

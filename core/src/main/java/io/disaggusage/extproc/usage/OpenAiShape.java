@@ -5,7 +5,9 @@ import io.disaggusage.extproc.json.JsonObjectView.Member;
 import io.disaggusage.extproc.json.JsonObjectView;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -28,6 +30,9 @@ abstract class OpenAiShape implements ApiShape {
   private final String prompt;
   private final String promptDetails;
   private final String completion;
+  private final String completionDetails;
+  private final Set<String> promptDetailCounts;
+  private final Set<String> completionDetailCounts;
 
   /**
    * @param pathSuffix how the paths served end
@@ -36,8 +41,10 @@ abstract class OpenAiShape implements ApiShape {
    * @param prompt the prompt count member
    * @param promptDetails the details member holding {@code cached_tokens}
    * @param completion the completion count member
+   * @param api the shape's name in {@link UsageFields}, whose listed detail counts the rule reads
    */
   OpenAiShape(
+      String api,
       String pathSuffix,
       Set<String> usageContainers,
       boolean injectsIncludeUsage,
@@ -50,6 +57,9 @@ abstract class OpenAiShape implements ApiShape {
     this.prompt = prompt;
     this.promptDetails = promptDetails;
     this.completion = completion;
+    this.completionDetails = completion + "_details";
+    this.promptDetailCounts = UsageFields.detailCounts(api, promptDetails);
+    this.completionDetailCounts = UsageFields.detailCounts(api, completionDetails);
   }
 
   @Override
@@ -89,64 +99,116 @@ abstract class OpenAiShape implements ApiShape {
 
   @Override
   public Set<String> usageDetailObjects() {
-    return Set.of(promptDetails);
+    return Set.of(promptDetails, completionDetails);
   }
 
   @Override
-  public UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc) {
-    Member gPrompt = g.get(prompt);
-    Member gCompletion = g.get(completion);
-    Member gTotal = g.get(TOTAL);
+  public UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc, boolean addMembers) {
+    Member gCompletionMember = g.get(completion);
+    if (gCompletionMember == null) {
+      return new UsageRule.Invalid(completion + " is missing");
+    }
     Member gDetails = g.get(promptDetails);
-    if (gPrompt != null && !gPrompt.isNonNegativeInteger()) {
-      return new UsageRule.Invalid(prompt + " is not a non-negative integer");
+    JsonObjectView gDetailsView = gDetails == null || gDetails.isNull() ? null : gDetails.object();
+    if (gDetails != null && !gDetails.isNull() && gDetailsView == null) {
+      return new UsageRule.Invalid(promptDetails + " is not an object");
     }
-    if (gCompletion == null || !gCompletion.isNonNegativeInteger()) {
-      return new UsageRule.Invalid(completion + " is missing or not a non-negative integer");
-    }
-    if (gTotal != null && !gTotal.isNonNegativeInteger()) {
-      return new UsageRule.Invalid(TOTAL + " is not a non-negative integer");
-    }
-    BigInteger reportedCached = null;
-    if (gDetails != null && !gDetails.isNull()) {
-      if (gDetails.object() == null) {
-        return new UsageRule.Invalid(promptDetails + " is not an object");
-      }
-      Member cached = gDetails.object().get(CACHED);
-      if (cached != null && !cached.isNull()) {
-        if (!cached.isNonNegativeInteger()) {
-          return new UsageRule.Invalid(promptDetails + ".cached_tokens is not a non-negative integer");
-        }
-        reportedCached = cached.integer();
-      }
-    }
+    Count gPrompt = Count.of(g.get(prompt), doc, false);
+    Count gCompletion = Count.of(gCompletionMember, doc, false);
+    Count gTotal = Count.of(g.get(TOTAL), doc, false);
+    Count gCached = gDetailsView == null ? null : Count.of(gDetailsView.get(CACHED), doc, true);
+    boolean countsClamped = !possible(gPrompt) || !gCompletion.possible();
+    boolean impossible = countsClamped || !possible(gTotal) || !possible(gCached)
+        || (gPrompt != null && gCached != null && gCached.or(BigInteger.ZERO).compareTo(gPrompt.value()) > 0);
 
-    BigInteger promptTokens = c.promptTokens();
-    BigInteger completionTokens = gCompletion.integer();
-    BigInteger total = promptTokens.add(completionTokens);
-    BigInteger cached = c.cachedTokens().min(promptTokens);
-    Map<String, String> details = wantedDetails(c, cached);
+    BigInteger promptTokens = c != null ? c.promptTokens() : gPrompt == null ? null : gPrompt.value();
+    BigInteger completionTokens = gCompletion.value();
+    BigInteger cached;
+    if (c != null) {
+      impossible |= c.cachedTokens().compareTo(c.promptTokens()) > 0;
+      cached = c.cachedTokens().min(promptTokens);
+    } else {
+      cached = gCached == null || gCached.value() == null ? null
+          : promptTokens == null ? gCached.value() : gCached.value().min(promptTokens);
+    }
+    BigInteger total;
+    if (c != null || (promptTokens != null && (countsClamped || !possible(gTotal)))) {
+      total = promptTokens.add(completionTokens);
+    } else {
+      total = gTotal != null ? gTotal.value() : promptTokens == null ? null : promptTokens.add(completionTokens);
+    }
 
     ByteEdits edits = new ByteEdits();
-    if (gPrompt == null) {
-      edits.insert(g.closingBrace(), "," + UsageRule.quote(prompt) + ":" + promptTokens);
-    } else if (!gPrompt.integer().equals(promptTokens)) {
-      edits.replace(gPrompt.start(), gPrompt.end(), promptTokens.toString());
+    if (promptTokens != null) {
+      UsageRule.setCount(g, g.get(prompt), prompt, promptTokens, addMembers, edits);
     }
-    if (gDetails == null) {
-      edits.insert(g.closingBrace(), "," + UsageRule.quote(promptDetails) + ":" + objectText(details));
-    } else if (gDetails.isNull()) {
-      edits.replace(gDetails.start(), gDetails.end(), objectText(details));
-    } else {
-      mergeDetails(gDetails.object(), details, doc, edits);
+    if (c != null) {
+      setDetails(c, cached, g, gDetails, doc, addMembers, edits);
+    } else if (gCached != null && gCached.value() != null) {
+      UsageRule.setCount(gDetailsView, gDetailsView.get(CACHED), CACHED, cached, false, edits);
     }
-    if (gTotal == null) {
-      edits.insert(g.closingBrace(), "," + UsageRule.quote(TOTAL) + ":" + total);
-    } else if (!gTotal.integer().equals(total)) {
-      edits.replace(gTotal.start(), gTotal.end(), total.toString());
+    // G's own listed detail counts that C does not state, and its completion details, are G's.
+    Set<String> stated = c == null ? Set.of(CACHED) : c.details().keySet();
+    impossible |= UsageRule.clampListed(gDetailsView, unstated(promptDetailCounts, stated), doc, edits);
+    Member gCompletionDetails = g.get(completionDetails);
+    impossible |= UsageRule.clampListed(
+        gCompletionDetails == null ? null : gCompletionDetails.object(), completionDetailCounts, doc, edits);
+    UsageRule.setCount(g, gCompletionMember, completion, completionTokens, false, edits);
+    if (total != null) {
+      UsageRule.setCount(g, g.get(TOTAL), TOTAL, total, c != null && addMembers, edits);
     }
+    BigInteger reportedCached = gCached == null ? null : gCached.reported();
     return new UsageRule.Applied(
-        edits, new UsageFigures(promptTokens, cached, completionTokens, total, reportedCached));
+        edits, new UsageFigures(promptTokens, cached, completionTokens, total, reportedCached), impossible);
+  }
+
+  /**
+   * {@code G}'s prompt details from {@code C}'s: every key {@code C} states, {@code cached_tokens} set
+   * to the clamped count; a key {@code G} lacks is added only when {@code C}'s value is not null and
+   * members may be added, so a usage keeps its own shape and gains only counts it must carry.
+   */
+  private void setDetails(
+      ContextUsage c, BigInteger cached, JsonObjectView g, Member gDetails, byte[] doc, boolean addMembers,
+      ByteEdits edits) {
+    Map<String, String> wanted = wantedDetails(c, cached);
+    if (gDetails == null || gDetails.isNull()) {
+      if (gDetails != null || addMembers) {
+        String object = objectText(wanted);
+        if (gDetails == null) {
+          edits.insert(g.closingBrace(), "," + UsageRule.quote(promptDetails) + ":" + object);
+        } else {
+          edits.replace(gDetails.start(), gDetails.end(), object);
+        }
+      }
+      return;
+    }
+    JsonObjectView view = gDetails.object();
+    boolean needsComma = !view.isEmpty();
+    for (Map.Entry<String, String> e : wanted.entrySet()) {
+      Member m = view.get(e.getKey());
+      if (m == null) {
+        if (addMembers && !e.getValue().equals("null")) {
+          edits.insert(view.closingBrace(), (needsComma ? "," : "") + UsageRule.quote(e.getKey()) + ":" + e.getValue());
+          needsComma = true;
+        }
+      } else if (!sameValue(doc, m, e.getValue())) {
+        edits.replace(m.start(), m.end(), e.getValue());
+      }
+    }
+  }
+
+  private static boolean possible(Count count) {
+    return count == null || count.possible();
+  }
+
+  private static List<String> unstated(Set<String> listed, Set<String> stated) {
+    List<String> out = new ArrayList<>(listed.size());
+    for (String name : listed) {
+      if (!stated.contains(name)) {
+        out.add(name);
+      }
+    }
+    return out;
   }
 
   /**
@@ -168,10 +230,10 @@ abstract class OpenAiShape implements ApiShape {
         return Optional.empty();
       }
       for (Member m : view.members().values()) {
+        if (promptDetailCounts.contains(m.name()) && !m.isNull() && !m.isNonNegativeInteger()) {
+          return Optional.empty(); // a count that cannot be true: nothing to correct with
+        }
         if (m.name().equals(CACHED) && !m.isNull()) {
-          if (!m.isNonNegativeInteger()) {
-            return Optional.empty();
-          }
           cached = m.integer();
         }
         details.put(m.name(), text(doc, m));
@@ -195,7 +257,10 @@ abstract class OpenAiShape implements ApiShape {
         cached);
   }
 
-  /** C's detail keys with C's values, {@code cached_tokens} set to the clamped count (first if new). */
+  /**
+   * C's detail keys with C's values, {@code cached_tokens} set to the clamped count (first if new); a
+   * new details object is written from it without C's null values.
+   */
   private static Map<String, String> wantedDetails(ContextUsage c, BigInteger cached) {
     Map<String, String> wanted = new LinkedHashMap<>();
     if (!c.details().containsKey(CACHED)) {
@@ -203,21 +268,6 @@ abstract class OpenAiShape implements ApiShape {
     }
     c.details().forEach((k, v) -> wanted.put(k, k.equals(CACHED) ? cached.toString() : v));
     return wanted;
-  }
-
-  private static void mergeDetails(
-      JsonObjectView g, Map<String, String> wanted, byte[] doc, ByteEdits edits) {
-    boolean needsComma = !g.isEmpty();
-    for (Map.Entry<String, String> e : wanted.entrySet()) {
-      Member m = g.get(e.getKey());
-      if (m == null) {
-        edits.insert(
-            g.closingBrace(), (needsComma ? "," : "") + UsageRule.quote(e.getKey()) + ":" + e.getValue());
-        needsComma = true;
-      } else if (!sameValue(doc, m, e.getValue())) {
-        edits.replace(m.start(), m.end(), e.getValue());
-      }
-    }
   }
 
   private static boolean sameValue(byte[] doc, Member m, String wanted) {
@@ -235,6 +285,9 @@ abstract class OpenAiShape implements ApiShape {
     StringBuilder sb = new StringBuilder("{");
     members.forEach(
         (k, v) -> {
+          if (v.equals("null")) {
+            return;
+          }
           if (sb.length() > 1) {
             sb.append(',');
           }

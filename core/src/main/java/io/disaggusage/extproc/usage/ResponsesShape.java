@@ -12,6 +12,6 @@ import java.util.Set;
 final class ResponsesShape extends OpenAiShape {
 
   ResponsesShape() {
-    super("/responses", Set.of("response"), false, "input_tokens", "input_tokens_details", "output_tokens");
+    super(UsageFields.RESPONSES, "/responses", Set.of("response"), false, "input_tokens", "input_tokens_details", "output_tokens");
   }
 }

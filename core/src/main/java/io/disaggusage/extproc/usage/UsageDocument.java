@@ -22,8 +22,11 @@ import java.util.Set;
  * @param contextIds TensorRT-LLM {@code ctx_request_id} / {@code disagg_request_id} values found in
  *     {@code choices[0].disaggregated_params} or top-level {@code disaggregated_params}, as exact
  *     decimal (or string) text
+ * @param carriesContent the root's {@code choices} is a non-empty array: a stream event whose usage is
+ *     the running usage of a content event (vLLM's {@code continuous_usage_stats}, or the first of the
+ *     two events vLLM may split its final usage over), not the stream's usage-only event
  */
-public record UsageDocument(JsonObjectView usage, String model, List<String> contextIds) {
+public record UsageDocument(JsonObjectView usage, String model, List<String> contextIds, boolean carriesContent) {
 
   private static final Set<String> DETAIL_KEYS = ApiShapes.usageDetailObjects();
   private static final Set<String> CONTAINERS = ApiShapes.usageContainers();
@@ -59,7 +62,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
       if (p.nextToken() != null) {
         throw new MalformedException("trailing content after the JSON object", null);
       }
-      return new UsageDocument(walk.usage, walk.model, List.copyOf(walk.ids));
+      return new UsageDocument(walk.usage, walk.model, List.copyOf(walk.ids), walk.choices > 0);
     } catch (IOException | RuntimeException e) {
       throw new MalformedException("malformed JSON: " + e.getClass().getSimpleName(), e);
     }
@@ -110,6 +113,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
   private static final class Walk {
     JsonObjectView usage;
     String model;
+    int choices; // elements of the root's last choices array
     final List<String> ids = new ArrayList<>(2);
 
     /** The root object, whose opening brace the parser has just read. */
@@ -167,8 +171,10 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
         return;
       }
       boolean first = true;
+      choices = 0;
       JsonToken element;
       while ((element = p.nextToken()) != JsonToken.END_ARRAY) {
+        choices++;
         if (first) {
           eachMember(p, element, (name, inner) -> {
             if (name.equals("disaggregated_params")) {

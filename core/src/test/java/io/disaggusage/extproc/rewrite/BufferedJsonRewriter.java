@@ -108,15 +108,16 @@ final class BufferedJsonRewriter implements GenerationRewriter {
   }
 
   private void rewrite(byte[] doc) {
-    if (resolved.usage() == null) {
+    JsonUsageRewriter.Result result = rewriter.rewrite(doc, resolved.usage(), names);
+    if (resolved.usage() == null && !(result instanceof JsonUsageRewriter.Rewritten)) {
       UsageFigures own = rewriter.inspect(doc, names);
       report = new ExchangeReport(report.outcome(), own, false, null);
       append(doc);
       return;
     }
-    JsonUsageRewriter.Result result = rewriter.rewrite(doc, resolved.usage(), names);
     if (result instanceof JsonUsageRewriter.Rewritten r) {
-      report = new ExchangeReport(Outcome.REWRITTEN, r.figures(), r.corrected(), r.model());
+      Outcome applied = resolved.usage() == null ? report.outcome() : Outcome.REWRITTEN;
+      report = new ExchangeReport(r.impossible() ? Outcome.IMPOSSIBLE_COUNT : applied, r.figures(), r.corrected(), r.model());
       append(r.document());
     } else if (result instanceof JsonUsageRewriter.NoUsage n) {
       report = new ExchangeReport(Outcome.NO_USAGE, null, false, n.model());

@@ -228,13 +228,64 @@ class GenerationSseRewriterTest {
 
   @Test
   void malformedUsageEventPassesAndIsCounted() {
-    String bad = "data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":\"2\"}}\n\n";
+    String bad = "data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens_details\":{}}}\n\n";
     assertThat(run(split(CONTENT + bad + DONE, 3), CTX)).isEqualTo(CONTENT + bad + DONE);
     GenerationSseRewriter r = rewriter();
     r.resolveContext(CTX, null);
     r.accept(bad.getBytes(StandardCharsets.UTF_8));
     r.finish();
     assertThat(r.report().outcome()).isEqualTo(Outcome.PARSE_ERROR);
+  }
+
+  /**
+   * vLLM may split its final usage over two events: the last content event with the counts, then the
+   * usage-only event with the details. Each keeps its own shape; the details go to the second only.
+   */
+  @Test
+  void usageSplitOverTwoEventsKeepsEachEventsShape() {
+    ContextUsage ctx = new ContextUsage(BigInteger.valueOf(128),
+        new java.util.LinkedHashMap<>(Map.of("cached_tokens", "9")), BigInteger.valueOf(9));
+    String first = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],"
+        + "\"usage\":{\"prompt_tokens\":130,\"completion_tokens\":5}}\n\n";
+    String stream = CONTENT + first + USAGE + DONE;
+    String expected = CONTENT + first.replace("130", "128") + USAGE_FIXED + DONE;
+    assertEveryTwoSplits(stream, expected, 17, ctx, ApiShapes.CHAT);
+  }
+
+  @Test
+  void impossibleCountsGoOutCorrectedWithTheirOwnOutcome() {
+    String forged = USAGE.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":-5}");
+    assertThat(run(split(CONTENT + forged + DONE, 40), CTX)).isEqualTo(CONTENT + USAGE_FIXED + DONE);
+    GenerationSseRewriter r = rewriter();
+    r.resolveContext(CTX, null);
+    r.accept((CONTENT + forged + DONE).getBytes(StandardCharsets.UTF_8));
+    r.finish();
+    ExchangeReport report = r.report();
+    assertThat(report.outcome()).isEqualTo(Outcome.IMPOSSIBLE_COUNT);
+    assertThat(report.corrected()).isTrue();
+    assertThat(report.figures().cached()).isEqualTo(BigInteger.valueOf(9));
+    assertThat(report.figures().reportedCached()).isEqualTo(BigInteger.valueOf(-5));
+  }
+
+  @Test
+  void withoutContextImpossibleCountsAreClampedAndCounted() {
+    String doubled = USAGE.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":256}");
+    GenerationSseRewriter r = rewriter();
+    r.accept((CONTENT + doubled + DONE).getBytes(StandardCharsets.UTF_8));
+    r.finish();
+    assertThat(r.wantsContext()).isTrue();
+    r.resolveContext(null, null);
+    assertThat(new String(r.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT + USAGE + DONE);
+    assertThat(r.report().outcome()).isEqualTo(Outcome.IMPOSSIBLE_COUNT);
+    assertThat(r.report().figures().cached()).isEqualTo(BigInteger.valueOf(128));
+
+    GenerationSseRewriter possible = rewriter();
+    possible.accept((CONTENT + USAGE + DONE).getBytes(StandardCharsets.UTF_8));
+    possible.finish();
+    possible.resolveContext(null, null);
+    assertThat(new String(possible.takeReady(), StandardCharsets.UTF_8)).isEqualTo(CONTENT + USAGE + DONE);
+    assertThat(possible.report().outcome()).isEqualTo(Outcome.CONTEXT_TIMEOUT);
+    assertThat(possible.report().corrected()).isFalse();
   }
 
   @Test

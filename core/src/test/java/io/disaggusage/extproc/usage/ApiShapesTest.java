@@ -41,6 +41,7 @@ class ApiShapesTest {
   void unionsCoverEveryShape() {
     assertThat(ApiShapes.usageContainers()).containsExactlyInAnyOrder("response", "message");
     assertThat(ApiShapes.usageDetailObjects())
-        .containsExactlyInAnyOrder("prompt_tokens_details", "input_tokens_details");
+        .containsExactlyInAnyOrder(
+            "prompt_tokens_details", "completion_tokens_details", "input_tokens_details", "output_tokens_details");
   }
 }

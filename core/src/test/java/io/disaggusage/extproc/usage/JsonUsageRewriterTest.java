@@ -237,19 +237,80 @@ class JsonUsageRewriterTest {
   @ParameterizedTest
   @ValueSource(
       strings = {
-        "{\"usage\":{\"prompt_tokens\":\"10\",\"completion_tokens\":4}}",
-        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4.0}}",
-        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":-4}}",
-        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":1e2}}",
         "{\"usage\":{\"prompt_tokens\":10}}",
-        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":\"x\"}}",
-        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":7}}",
-        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":-1}}}"
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":7}}"
       })
-  void invalidGenerationCountsAreNeverFixed(String gen) {
+  void usageTheRuleCannotReadIsLeftAlone(String gen) {
     assertThat(rejection("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}", gen,
             ApiShapes.CHAT))
         .isEqualTo(Reason.INVALID_USAGE);
+  }
+
+  /** Counts that cannot be true never go out as they came: the context's values, or the clamp. */
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "\"prompt_tokens\":\"10\",\"completion_tokens\":4 | \"prompt_tokens\":10,\"completion_tokens\":4",
+        "\"prompt_tokens\":10,\"completion_tokens\":4.9 | \"prompt_tokens\":10,\"completion_tokens\":4",
+        "\"prompt_tokens\":10,\"completion_tokens\":-4 | \"prompt_tokens\":10,\"completion_tokens\":0",
+        "\"prompt_tokens\":10,\"completion_tokens\":1e2 | \"prompt_tokens\":10,\"completion_tokens\":100",
+        "\"prompt_tokens\":10,\"completion_tokens\":\"4\" | \"prompt_tokens\":10,\"completion_tokens\":4",
+        "\"prompt_tokens\":10,\"completion_tokens\":\"four\" | \"prompt_tokens\":10,\"completion_tokens\":0",
+        "\"prompt_tokens\":10,\"completion_tokens\":true | \"prompt_tokens\":10,\"completion_tokens\":0",
+        "\"prompt_tokens\":10,\"completion_tokens\":null | \"prompt_tokens\":10,\"completion_tokens\":0",
+        "\"prompt_tokens\":10,\"completion_tokens\":1e999999999 | \"prompt_tokens\":10,\"completion_tokens\":0",
+        "\"prompt_tokens\":10,\"completion_tokens\":1e-999999999 | \"prompt_tokens\":10,\"completion_tokens\":0",
+        "\"prompt_tokens\":-10,\"completion_tokens\":4 | \"prompt_tokens\":10,\"completion_tokens\":4",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":\"x\" | \"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":-1 | \"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":-5} | \"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2}",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":9999} | \"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2}",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2,\"audio_tokens\":-1} | \"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2,\"audio_tokens\":0}",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"completion_tokens_details\":{\"reasoning_tokens\":2.5,\"x\":-1} | \"prompt_tokens\":10,\"completion_tokens\":4,\"completion_tokens_details\":{\"reasoning_tokens\":2,\"x\":-1}"
+      })
+  void impossibleGenerationCountsAreCorrected(String gen, String expected) {
+    String ctx = "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}";
+    JsonUsageRewriter.Result r =
+        REWRITER.rewrite(("{\"usage\":{" + gen + "}}").getBytes(StandardCharsets.UTF_8), ctx(ctx), ApiShapes.CHAT);
+    assertThat(r).isInstanceOfSatisfying(Rewritten.class, w -> assertThat(w.impossible()).isTrue());
+    String out = new String(((Rewritten) r).document(), StandardCharsets.UTF_8);
+    // Added members (total, details) come after the generation's own, in the rule's order.
+    assertThat(out).startsWith("{\"usage\":{" + expected);
+    assertThat(rewrite(ctx, out, ApiShapes.CHAT)).as("the result is possible: nothing more to do").isEqualTo(out);
+  }
+
+  /** Without context usage only impossible counts change; a possible usage comes back as it is. */
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":-5} | \"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":0} | 0",
+        "\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":9999} | \"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":10} | 10",
+        "\"prompt_tokens\":10,\"completion_tokens\":-4,\"total_tokens\":6 | \"prompt_tokens\":10,\"completion_tokens\":0,\"total_tokens\":10 | -",
+        "\"prompt_tokens\":10.5,\"completion_tokens\":4 | \"prompt_tokens\":10,\"completion_tokens\":4 | -"
+      },
+      nullValues = "-")
+  void withoutContextImpossibleCountsAreClamped(String gen, String expected, Long cached) {
+    byte[] doc = ("{\"usage\":{" + gen + "}}").getBytes(StandardCharsets.UTF_8);
+    Rewritten r = (Rewritten) REWRITER.rewrite(doc, null, ApiShapes.CHAT);
+    assertThat(r.impossible()).isTrue();
+    assertThat(new String(r.document(), StandardCharsets.UTF_8)).isEqualTo("{\"usage\":{" + expected + "}}");
+    assertThat(r.figures().cached()).isEqualTo(cached == null ? null : BigInteger.valueOf(cached));
+    byte[] possible = ("{\"usage\":{" + expected + ",\"x\":-1}}").getBytes(StandardCharsets.UTF_8);
+    Rewritten again = (Rewritten) REWRITER.rewrite(possible, null, ApiShapes.CHAT);
+    assertThat(again.document()).isSameAs(possible);
+    assertThat(again.impossible()).isFalse();
+  }
+
+  @Test
+  void theEnginesNegativeReportIsKeptForTheRecord() {
+    Rewritten r = (Rewritten) REWRITER.rewrite(
+        "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":-5}}}"
+            .getBytes(StandardCharsets.UTF_8),
+        ctx("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}"), ApiShapes.CHAT);
+    assertThat(r.figures()).isEqualTo(new UsageFigures(BigInteger.TEN, BigInteger.TWO, BigInteger.valueOf(4),
+        BigInteger.valueOf(14), BigInteger.valueOf(-5)));
   }
 
   @ParameterizedTest
@@ -275,7 +336,9 @@ class JsonUsageRewriterTest {
         "{\"prompt_tokens\":1.5}",
         "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":\"3\"}}",
         "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":-3}}",
-        "{\"prompt_tokens\":10,\"prompt_tokens_details\":[1]}"
+        "{\"prompt_tokens\":10,\"prompt_tokens_details\":[1]}",
+        "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"created_cache_tokens\":-1}}",
+        "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"audio_tokens\":0.5}}"
       })
   void unusableContextUsage(String usage) {
     assertThat(contextOf(usage)).isEmpty();

@@ -175,23 +175,50 @@ class MessagesUsageRuleTest {
         .isEqualTo(message("{\"input_tokens\":122,\"output_tokens\":8,\"input_tokens\":122,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"));
   }
 
+  @Test
+  void usageWithoutOutputTokensIsLeftAlone() {
+    assertThat(rejection(CTX_CHAT, message("{\"input_tokens\":0}"), ApiShapes.MESSAGES)).isEqualTo(Reason.INVALID_USAGE);
+  }
+
+  /** Counts that cannot be true go out as the context's split, the output clamped. */
   @ParameterizedTest
-  @ValueSource(
-      strings = {
-        "{\"input_tokens\":0}",
-        "{\"input_tokens\":0,\"output_tokens\":null}",
-        "{\"input_tokens\":0,\"output_tokens\":\"8\"}",
-        "{\"input_tokens\":0,\"output_tokens\":-8}",
-        "{\"input_tokens\":0,\"output_tokens\":8.0}",
-        "{\"input_tokens\":\"0\",\"output_tokens\":8}",
-        "{\"input_tokens\":-1,\"output_tokens\":8}",
-        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":1.5}",
-        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":{}}",
-        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_creation_input_tokens\":-2}",
-        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_creation_input_tokens\":\"x\"}"
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "{\"input_tokens\":0,\"output_tokens\":null} | 0",
+        "{\"input_tokens\":0,\"output_tokens\":\"8\"} | 8",
+        "{\"input_tokens\":0,\"output_tokens\":-8} | 0",
+        "{\"input_tokens\":0,\"output_tokens\":8.0} | 8",
+        "{\"input_tokens\":\"0\",\"output_tokens\":8} | 8",
+        "{\"input_tokens\":-1,\"output_tokens\":8} | 8",
+        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":1.5} | 8",
+        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":{}} | 8",
+        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_creation_input_tokens\":-2} | 8",
+        "{\"input_tokens\":0,\"output_tokens\":8,\"cache_creation_input_tokens\":\"x\"} | 8"
       })
-  void invalidGenerationCountsAreNeverFixed(String usage) {
-    assertThat(rejection(CTX_CHAT, message(usage), ApiShapes.MESSAGES)).isEqualTo(Reason.INVALID_USAGE);
+  void impossibleGenerationCountsAreCorrected(String usage, long output) throws Exception {
+    JsonUsageRewriter.Result r = REWRITER.rewrite(
+        message(usage).getBytes(StandardCharsets.UTF_8), JsonUsageRewriterTest.ctx(CTX_CHAT), ApiShapes.MESSAGES);
+    assertThat(r).isInstanceOfSatisfying(JsonUsageRewriter.Rewritten.class, w -> {
+      assertThat(w.impossible()).isTrue();
+      assertThat(w.figures().completion()).isEqualTo(BigInteger.valueOf(output));
+    });
+    JsonNode emitted = MAPPER.readTree(((JsonUsageRewriter.Rewritten) r).document()).get("usage");
+    assertThat(emitted.get("input_tokens").asLong() + emitted.path("cache_read_input_tokens").asLong()
+        + emitted.path("cache_creation_input_tokens").asLong()).isEqualTo(186);
+    assertThat(emitted.get("cache_read_input_tokens").asLong()).isEqualTo(64);
+    assertThat(emitted.get("output_tokens").isIntegralNumber()).isTrue();
+  }
+
+  @Test
+  void withoutContextImpossibleCountsAreClamped() {
+    byte[] doc = message("{\"input_tokens\":-3,\"output_tokens\":8.5,\"cache_read_input_tokens\":186}")
+        .getBytes(StandardCharsets.UTF_8);
+    JsonUsageRewriter.Rewritten r = (JsonUsageRewriter.Rewritten) REWRITER.rewrite(doc, null, ApiShapes.MESSAGES);
+    assertThat(r.impossible()).isTrue();
+    assertThat(new String(r.document(), StandardCharsets.UTF_8))
+        .isEqualTo(message("{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":186}"));
+    assertThat(r.figures().prompt()).isEqualTo(BigInteger.valueOf(186));
   }
 
   @ParameterizedTest

@@ -17,12 +17,31 @@ import java.util.List;
  * @param reportedCached what the generation worker reported as cached ({@code reported_cached_tokens}); null
  *     when it reported no cached count
  * @param corrected whether any byte changed ({@code corrected})
+ * @param outcome the generation exchange's outcome ({@code outcome} metadata and metric label)
  */
 public record ExpectedUsage(
-    SdkRead read, List<Object> clientUsages, long prompt, long cached, long completion, Long reportedCached, boolean corrected) {
+    SdkRead read,
+    List<Object> clientUsages,
+    long prompt,
+    long cached,
+    long completion,
+    Long reportedCached,
+    boolean corrected,
+    String outcome) {
 
   public ExpectedUsage {
     clientUsages = List.copyOf(clientUsages);
+  }
+
+  /** A generation exchange the rule was applied to ({@code rewritten}). */
+  public ExpectedUsage(
+      SdkRead read, List<Object> clientUsages, long prompt, long cached, long completion, Long reportedCached, boolean corrected) {
+    this(read, clientUsages, prompt, cached, completion, reportedCached, corrected, "rewritten");
+  }
+
+  /** The same, for a generation usage that held a count that cannot be true ({@code impossible_count}). */
+  public ExpectedUsage impossible() {
+    return new ExpectedUsage(read, clientUsages, prompt, cached, completion, reportedCached, corrected, "impossible_count");
   }
 
   /** A corrected OpenAI response: the SDK reads {@code usages}. */

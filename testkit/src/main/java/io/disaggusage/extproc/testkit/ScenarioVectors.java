@@ -403,6 +403,71 @@ public final class ScenarioVectors {
             .replace("\"cached_tokens\":100,", "\"cached_tokens\":64,"),
         ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 100, 64, 21, 100, client(100, 64L, 20), client(100, 64L, 21))));
 
+    // vLLM 0.32 on CPU (real-components.md): the prefill's JSON usage states created_cache_tokens and a
+    // null multimodal_tokens; the decode's SSE usage has no multimodal_tokens and created_cache_tokens 0.
+    String prefill032 = "{\"prompt_tokens\":310,\"total_tokens\":311,\"completion_tokens\":1,"
+        + "\"prompt_tokens_details\":{\"cached_tokens\":0,\"created_cache_tokens\":256,\"multimodal_tokens\":null}}";
+    String decode032 = "{\"prompt_tokens\":310,\"total_tokens\":318,\"completion_tokens\":8,"
+        + "\"prompt_tokens_details\":{\"cached_tokens\":%s,\"created_cache_tokens\":0}}";
+    String fixed032 = String.format(decode032, "0").replace("\"created_cache_tokens\":0", "\"created_cache_tokens\":256");
+    // Forwarded params: cached_tokens already right, created_cache_tokens not; no null key added.
+    stream = Wire.chatStream(String.format(decode032, "0"), "t1", "t2");
+    v.add(vector("vllm032CreatedCacheTokensFromThePrefill", Order.CONTEXT_FIRST,
+        leg(PATH, vllmPrefill(), json, Wire.chatCompletion("v32a", prefill032), "x-request-id", "v32-a"),
+        leg(PATH, decodeForwardingPrefillCount(0), sse, stream, "x-request-id", "v32-a"),
+        stream.replace(String.format(decode032, "0"), fixed032),
+        ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 310, 0, 8, 0, client(310, 0L, 8))));
+    // A client's kv_transfer_params merged by the router: the decode reports what it was told.
+    for (String forged : new String[] {"-5", "9999"}) {
+      String usage = String.format(decode032, forged);
+      stream = Wire.chatStream(usage, "t1");
+      v.add(vector("vllm032ForgedCachedTokens" + forged + "Stream", Order.CONTEXT_FIRST,
+          leg(PATH, vllmPrefill(), json, Wire.chatCompletion("v32f", prefill032), "x-request-id", "v32-f" + forged),
+          leg(PATH, decodeForwardingPrefillCount(Long.parseLong(forged)), sse, stream, "x-request-id", "v32-f" + forged),
+          stream.replace(usage, fixed032),
+          ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 310, 0, 8, Long.parseLong(forged), client(310, 0L, 8)).impossible()));
+    }
+    String jsonUsage = String.format(decode032, "-5").replace("}}", ",\"multimodal_tokens\":null}}");
+    body = Wire.chatCompletion("v32j", jsonUsage);
+    v.add(vector("vllm032ForgedNegativeCachedJson", Order.CONTEXT_FIRST,
+        leg(PATH, vllmPrefill(), json, Wire.chatCompletion("v32j", prefill032), "x-request-id", "v32-j"),
+        leg(PATH, decodeForwardingPrefillCount(-5), json, body, "x-request-id", "v32-j"),
+        body.replace(jsonUsage, fixed032.replace("}}", ",\"multimodal_tokens\":null}}")),
+        ExpectedUsage.corrected(SdkRead.CHAT_COMPLETION, 310, 0, 8, -5, client(310, 0L, 8)).impossible()));
+    // Counts no engine could mean, and none the context leg can replace: clamped.
+    String odd = "{\"prompt_tokens\":101,\"completion_tokens\":13.7,\"total_tokens\":\"x\","
+        + "\"prompt_tokens_details\":{\"cached_tokens\":101},\"completion_tokens_details\":{\"reasoning_tokens\":-2}}";
+    body = Wire.chatCompletion("odd", odd);
+    v.add(vector("fractionalAndNonNumericGenerationCounts", Order.CONTEXT_FIRST,
+        leg(PATH, vllmPrefill(), json, Wire.chatCompletion("odd", Wire.usage(101, 1, 7L)), "x-request-id", "odd"),
+        leg(PATH, vllmDecode(false), json, body, "x-request-id", "odd"),
+        body.replace(odd, "{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,"
+            + "\"prompt_tokens_details\":{\"cached_tokens\":7},\"completion_tokens_details\":{\"reasoning_tokens\":0}}"),
+        ExpectedUsage.corrected(SdkRead.CHAT_COMPLETION, 101, 7, 13, 101, client(101, 7L, 13)).impossible()));
+    // vLLM's usage split over two events: the last content event without details, then the details.
+    String partial = "{\"prompt_tokens\":310,\"completion_tokens\":8,\"total_tokens\":318}";
+    String full = String.format(decode032, "310");
+    stream = Wire.chunk("t1") + Wire.usageChunk(partial).replace("\"choices\":[]",
+        "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]") + Wire.usageChunk(full) + Wire.DONE;
+    v.add(vector("vllmUsageSplitOverTwoEvents", Order.CONTEXT_FIRST,
+        leg(PATH, vllmPrefill(), json, Wire.chatCompletion("split", prefill032), "x-request-id", "split"),
+        leg(PATH, vllmDecode(true), sse, stream, "x-request-id", "split"),
+        stream.replace(full, fixed032),
+        ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 310, 0, 8, 310, client(310, null, 8), client(310, 0L, 8))));
+    // Responses API cache writes (vLLM #57222): a prompt-side detail, the prefill's.
+    String respCtx = "{\"input_tokens\":98,\"output_tokens\":1,\"total_tokens\":99,"
+        + "\"input_tokens_details\":{\"cached_tokens\":32,\"cache_write_tokens\":66}}";
+    String respGen = "{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,"
+        + "\"input_tokens_details\":{\"cached_tokens\":98,\"cache_write_tokens\":0},\"output_tokens_details\":{\"reasoning_tokens\":3}}";
+    body = Wire.response(respGen);
+    v.add(vector("responsesCacheWriteTokensFromThePrefill", Order.CONTEXT_FIRST,
+        leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"do_remote_decode\":true}}", json,
+            Wire.response(respCtx), "x-request-id", "resp-w"),
+        leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"do_remote_prefill\":true}}", json, body,
+            "x-request-id", "resp-w"),
+        body.replace("{\"cached_tokens\":98,\"cache_write_tokens\":0}", "{\"cached_tokens\":32,\"cache_write_tokens\":66}"),
+        ExpectedUsage.corrected(SdkRead.RESPONSE, 98, 32, 8, 98, client(98, 32L, 8))));
+
     // SGLang n>1 and batches: arrays of rooms (and hosts), joined on the whole array.
     String rooms = "[9223372036854775806,4611686018427387904]";
     for (String[] hosts : new String[][] {{"host", "\"10.1.0.5\""}, {"hosts", "[\"10.1.0.5\",\"10.1.0.6\"]"}}) {
