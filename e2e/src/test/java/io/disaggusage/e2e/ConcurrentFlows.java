@@ -74,15 +74,13 @@ final class ConcurrentFlows {
 
   /**
    * The decode Envoy's chat completion lines hold each flow's truth once, and the service counted every
-   * generation exchange {@code rewritten} (none {@code fingerprint_mismatch} or passed through).
+   * generation exchange corrected (none {@code fingerprint_mismatch} or passed through).
    */
   static void assertEachTruthOnce(List<AccessLogLine> generationLines, ServiceProcess service, List<Usage> expected) {
     assertThat(generationLines.stream().map(GenerationLedger::metadata).toList())
         .as("the access log holds each flow's own truth once")
         .containsExactlyInAnyOrderElementsOf(expected);
-    assertThat(ServiceMetrics.exchanges(service, "generation"))
-        .as("every generation exchange corrected with its own context usage")
-        .containsExactlyEntriesOf(Map.of("rewritten", (long) expected.size()));
+    ServiceMetrics.assertAllCorrected(service, expected.size()); // none fingerprint_mismatch or passed through
   }
 
   /** Prompt {@code i}: its own first word and 16 tokens more than prompt {@code i-1}. */

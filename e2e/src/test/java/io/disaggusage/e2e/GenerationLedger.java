@@ -24,20 +24,20 @@ final class GenerationLedger {
         .toList();
   }
 
-  /** Waits until {@code count} generation completions are logged and counted by the service as rewritten. */
+  /** Waits until {@code count} generation completions are logged and counted by the service as corrected. */
   void awaitCompletions(int count) {
     Processes.await(count + " generation exchanges logged and counted", Duration.ofSeconds(10),
-        () -> completions().size() >= count && rewritten() >= count);
+        () -> completions().size() >= count && ServiceMetrics.correctedGenerations(deployment.service) >= count);
   }
 
-  long rewritten() {
-    return ServiceMetrics.exchanges(deployment.service, "generation").getOrDefault("rewritten", 0L);
-  }
-
-  /** The metadata Envoy logged for a generation exchange: outcome rewritten and the true counts. */
+  /**
+   * The metadata Envoy logged for a generation exchange: the true counts, outcome {@code rewritten} —
+   * {@code impossible_count} where the engine reported more cached tokens than the prompt has.
+   */
   static void assertMetadata(AccessLogLine line, Usage truth) {
     assertThat(line.status()).isEqualTo(200);
-    assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo("rewritten");
+    boolean impossible = Long.parseLong(line.field("reported_cached_tokens")) > Long.parseLong(line.field("prompt_tokens"));
+    assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo(impossible ? "impossible_count" : "rewritten");
     assertThat(metadata(line)).as(line.toString()).isEqualTo(truth);
     assertThat(line.field("total_tokens")).as(line.toString()).isEqualTo(Long.toString(truth.total()));
   }

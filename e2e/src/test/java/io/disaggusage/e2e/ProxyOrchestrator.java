@@ -30,7 +30,8 @@ final class ProxyOrchestrator implements AutoCloseable {
   private static final HttpClient CLIENT =
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
-  private final EnvoyProcess envoy;
+  private final java.util.function.UnaryOperator<String> prefillUrl;
+  private final java.util.function.UnaryOperator<String> decodeUrl;
   private final java.util.function.UnaryOperator<ObjectNode> handoff;
   private final java.util.List<String> requestIds = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
   private final LoopbackServer server;
@@ -41,7 +42,14 @@ final class ProxyOrchestrator implements AutoCloseable {
 
   /** A proxy that passes the prefill's {@code kv_transfer_params} through {@code handoff} on the way to the decode leg. */
   ProxyOrchestrator(EnvoyProcess envoy, java.util.function.UnaryOperator<ObjectNode> handoff) {
-    this.envoy = envoy;
+    this(envoy::contextUrl, envoy::generationUrl, handoff);
+  }
+
+  /** A proxy calling the prefill worker at {@code prefillUrl(path)} and the decode worker at {@code decodeUrl(path)}. */
+  ProxyOrchestrator(java.util.function.UnaryOperator<String> prefillUrl, java.util.function.UnaryOperator<String> decodeUrl,
+      java.util.function.UnaryOperator<ObjectNode> handoff) {
+    this.prefillUrl = prefillUrl;
+    this.decodeUrl = decodeUrl;
     this.handoff = handoff;
     this.server = new LoopbackServer(this::handle);
   }
@@ -74,7 +82,7 @@ final class ProxyOrchestrator implements AutoCloseable {
       }
       prefill.put("stream", false);
       prefill.remove("stream_options");
-      HttpResponse<byte[]> prefilled = CLIENT.send(post(envoy.contextUrl(path), requestId, prefill), HttpResponse.BodyHandlers.ofByteArray());
+      HttpResponse<byte[]> prefilled = CLIENT.send(post(prefillUrl.apply(path), requestId, prefill), HttpResponse.BodyHandlers.ofByteArray());
       if (prefilled.statusCode() != 200) {
         exchange.sendResponseHeaders(502, -1);
         return;
@@ -84,7 +92,7 @@ final class ProxyOrchestrator implements AutoCloseable {
       decode.set("kv_transfer_params", this.handoff.apply(
           handoff.isObject() ? (ObjectNode) handoff : JSON.createObjectNode().put("do_remote_prefill", true)));
 
-      HttpResponse<InputStream> decoded = CLIENT.send(post(envoy.generationUrl(path), requestId, decode), HttpResponse.BodyHandlers.ofInputStream());
+      HttpResponse<InputStream> decoded = CLIENT.send(post(decodeUrl.apply(path), requestId, decode), HttpResponse.BodyHandlers.ofInputStream());
       exchange.getResponseHeaders().set("content-type", decoded.headers().firstValue("content-type").orElse("application/json"));
       exchange.sendResponseHeaders(decoded.statusCode(), 0);
       try (InputStream in = decoded.body(); OutputStream out = exchange.getResponseBody()) {

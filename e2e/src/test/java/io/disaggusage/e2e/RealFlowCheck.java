@@ -4,10 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.OutsideUsage;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * What a client must read after a real prefill/decode flow, derived from what the real legs answered
@@ -16,60 +15,61 @@ import java.util.regex.Pattern;
  * the decode engine wrote them.
  */
 final class RealFlowCheck {
-  private static final Pattern USAGE = Pattern.compile("\"usage\"\\s*:\\s*\\{");
-
   private RealFlowCheck() {}
 
-  /** The usage §2 gives the client for the context usage {@code c} and the generation usage {@code g}. */
-  static JsonNode expected(JsonNode c, JsonNode g) {
+  /**
+   * The usage §2 gives the client for the context usage {@code c} and the generation usage {@code g}.
+   * A usage keeps its own shape: a detail key {@code g} lacks is added only when {@code c}'s value is not
+   * null, and a content event's running usage ({@code runningUsage}: vLLM's continuous usage, whose
+   * event carries choices) gains no member at all.
+   */
+  static JsonNode expected(JsonNode c, JsonNode g, boolean runningUsage) {
     ObjectNode usage = g.deepCopy();
     long prompt = c.path("prompt_tokens").asLong();
     usage.put("prompt_tokens", prompt);
-    ObjectNode details = g.path("prompt_tokens_details").isObject()
-        ? ((ObjectNode) g.get("prompt_tokens_details")).deepCopy() : RouterClients.JSON.createObjectNode();
     JsonNode truth = c.path("prompt_tokens_details");
-    truth.fields().forEachRemaining(e -> details.set(e.getKey(), e.getValue()));
     long cached = truth.path("cached_tokens").isIntegralNumber() ? truth.get("cached_tokens").asLong() : 0;
-    details.put("cached_tokens", Math.max(0, Math.min(prompt, cached)));
-    usage.set("prompt_tokens_details", details);
+    if (g.path("prompt_tokens_details").isObject()) {
+      ObjectNode details = (ObjectNode) usage.get("prompt_tokens_details");
+      truth.fields().forEachRemaining(e -> {
+        if (details.has(e.getKey()) || (!runningUsage && !e.getValue().isNull())) {
+          details.set(e.getKey(), e.getValue());
+        }
+      });
+      details.put("cached_tokens", Math.max(0, Math.min(prompt, cached)));
+    } else if (!runningUsage) {
+      ObjectNode details = truth.isObject() ? ((ObjectNode) truth).deepCopy() : RouterClients.JSON.createObjectNode();
+      details.put("cached_tokens", Math.max(0, Math.min(prompt, cached)));
+      usage.set("prompt_tokens_details", details);
+    }
     usage.put("total_tokens", prompt + g.path("completion_tokens").asLong());
     return RouterClients.parseJson(usage.toString()); // numbers as a parser reads them, for equality
   }
 
-  /** {@code text} with the members of every {@code usage} object removed: the bytes §2 keeps as they were. */
-  static String outsideUsage(String text) {
-    StringBuilder out = new StringBuilder();
-    Matcher m = USAGE.matcher(text);
-    int at = 0;
-    while (m.find(at)) {
-      int depth = 1;
-      int end = m.end();
-      while (depth > 0) {
-        char ch = text.charAt(end++);
-        depth += ch == '{' ? 1 : ch == '}' ? -1 : 0;
-      }
-      out.append(text, at, m.end()).append('}');
-      at = end;
-    }
-    return out.append(text.substring(at)).toString();
-  }
+  /** A usage the client read and whether its event carries content (a running usage, SSE only). */
+  record Usage(JsonNode usage, boolean runningUsage) {}
 
   /** The usage objects of a JSON body (one) or of every SSE event that carries a non-null one, in order. */
-  static List<JsonNode> usages(String body, boolean stream) {
-    List<JsonNode> usages = new ArrayList<>();
+  static List<Usage> usages(String body, boolean stream) {
+    List<Usage> usages = new ArrayList<>();
     if (!stream) {
-      usages.add(RouterClients.parseJson(body).path("usage"));
+      usages.add(new Usage(RouterClients.parseJson(body).path("usage"), false));
       return usages;
     }
     for (String line : body.split("\n")) {
       if (line.startsWith("data: {")) {
         JsonNode event = RouterClients.parseJson(line.substring("data: ".length()));
         if (event.hasNonNull("usage")) {
-          usages.add(event.get("usage"));
+          usages.add(new Usage(event.get("usage"), event.path("choices").size() > 0));
         }
       }
     }
     return usages;
+  }
+
+  /** The usage objects alone, as {@link #usages} finds them. */
+  static List<JsonNode> usageObjects(String body, boolean stream) {
+    return usages(body, stream).stream().map(Usage::usage).toList();
   }
 
   /**
@@ -81,23 +81,29 @@ final class RealFlowCheck {
     assertThat(prefill.status()).as(prefill.responseText()).isEqualTo(200);
     assertThat(decode.status()).as(decode.responseText()).isEqualTo(200);
     JsonNode c = RouterClients.parseJson(prefill.responseText()).path("usage");
-    List<JsonNode> engine = usages(decode.responseText(), stream);
-    List<JsonNode> read = usages(client, stream);
+    List<Usage> engine = usages(decode.responseText(), stream);
+    List<Usage> read = usages(client, stream);
     assertThat(engine).as("usage in the decode engine's answer").isNotEmpty();
-    assertThat(outsideUsage(client)).as("every byte outside usage as the decode engine wrote it")
-        .isEqualTo(outsideUsage(decode.responseText()));
+    assertThat(OutsideUsage.of(client)).as("every byte outside usage as the decode engine wrote it")
+        .isEqualTo(OutsideUsage.of(decode.responseText()));
     assertThat(read).hasSameSizeAs(engine);
     for (int i = 0; i < engine.size(); i++) {
-      assertThat(read.get(i)).as("usage %d of %d; the prefill's %s, the decode's %s", i + 1, engine.size(), c, engine.get(i))
-          .isEqualTo(expected(c, engine.get(i)));
+      Usage g = engine.get(i);
+      assertThat(read.get(i).usage()).as("usage %d of %d; the prefill's %s, the decode's %s", i + 1, engine.size(), c, g.usage())
+          .isEqualTo(expected(c, g.usage(), g.runningUsage()));
     }
-    return read.get(read.size() - 1);
+    return read.get(read.size() - 1).usage();
   }
 
   /** The Envoy access-log line of the generation leg: outcome rewritten and the counts the client read. */
   static void assertMetadata(AccessLogLine line, JsonNode read, JsonNode reportedUsage) {
+    assertMetadata(line, read, reportedUsage, "rewritten");
+  }
+
+  /** The same with outcome {@code outcome} ({@code impossible_count} when the decode reported a count that cannot be true). */
+  static void assertMetadata(AccessLogLine line, JsonNode read, JsonNode reportedUsage, String outcome) {
     assertThat(line.status()).isEqualTo(200);
-    assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo("rewritten");
+    assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo(outcome);
     assertThat(line.field("prompt_tokens")).as(line.toString()).isEqualTo(read.path("prompt_tokens").asText());
     assertThat(line.field("cached_tokens")).as(line.toString())
         .isEqualTo(read.path("prompt_tokens_details").path("cached_tokens").asText());

@@ -25,7 +25,7 @@ import java.util.Set;
  */
 final class RecordingHop implements AutoCloseable {
   /** One exchange: the request the worker received and its raw answer. */
-  record Exchange(String path, String requestId, byte[] request, int status, byte[] response) {
+  record Exchange(String path, String requestId, byte[] request, int status, String contentType, byte[] response) {
     String requestText() {
       return new String(request, StandardCharsets.UTF_8);
     }
@@ -131,7 +131,7 @@ final class RecordingHop implements AutoCloseable {
         }
       }
       exchanges.add(new Exchange(exchange.getRequestURI().getPath(), exchange.getRequestHeaders().getFirst("x-request-id"),
-          request, answer.statusCode(), recorded.toByteArray()));
+          request, answer.statusCode(), answer.headers().firstValue("content-type").orElse(""), recorded.toByteArray()));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

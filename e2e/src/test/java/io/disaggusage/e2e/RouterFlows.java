@@ -86,7 +86,7 @@ final class RouterFlows {
     for (int i = 0; i < expected.size(); i++) {
       GenerationLedger.assertMetadata(lines.get(i), expected.get(i));
     }
-    assertThat(ServiceMetrics.exchanges(deployment.service, "generation")).containsEntry("rewritten", (long) expected.size());
+    ServiceMetrics.assertAllCorrected(deployment.service, expected.size());
     assertThat(deployment.decode.log().completions()).hasSize(expected.size());
     assertThat(deployment.prefill.log().completions()).hasSize(expected.size());
   }

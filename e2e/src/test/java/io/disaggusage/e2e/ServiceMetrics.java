@@ -49,6 +49,27 @@ final class ServiceMetrics {
   }
 
   /** Every generation exchange counted, whatever its outcome. */
+  /**
+   * The outcomes that gave the client corrected usage: {@code rewritten}, and {@code impossible_count}
+   * when the generation engine reported a count that cannot be true (SGLang's decode radix cache adding
+   * its own hits to the prefill's can claim more cached tokens than the prompt has).
+   */
+  static final java.util.Set<String> CORRECTED = java.util.Set.of("rewritten", "impossible_count");
+
+  /** The generation exchanges the service corrected ({@link #CORRECTED}). */
+  static long correctedGenerations(ServiceProcess service) {
+    return exchanges(service, "generation").entrySet().stream()
+        .filter(e -> CORRECTED.contains(e.getKey())).mapToLong(Map.Entry::getValue).sum();
+  }
+
+  /** Every generation exchange so far was corrected: {@code count} of them, and no other outcome. */
+  static void assertAllCorrected(ServiceProcess service, long count) {
+    Map<String, Long> outcomes = exchanges(service, "generation");
+    org.assertj.core.api.Assertions.assertThat(outcomes.keySet()).as("every generation exchange corrected: %s", outcomes)
+        .isSubsetOf(CORRECTED);
+    org.assertj.core.api.Assertions.assertThat(correctedGenerations(service)).as("%s", outcomes).isEqualTo(count);
+  }
+
   static long generationExchanges(ServiceProcess service) {
     return exchanges(service, "generation").values().stream().mapToLong(Long::longValue).sum();
   }

@@ -33,8 +33,10 @@ public final class OpenAiWire {
   public enum Style {
     /** The first content chunk carries the role; its event ends {@code "} \n\n"} (a space before the blank line). */
     TRTLLM,
-    /** A first chunk with the role and empty content, then one chunk per token (vLLM, SGLang). */
-    VLLM
+    /** vLLM 0.32's members ({@link VllmWire}): a first chunk with the role and empty content, then one chunk per token. */
+    VLLM,
+    /** A first chunk with the role and empty content, then one chunk per token, with OpenAI's members only. */
+    SGLANG
   }
 
   /** The JSON object of a request body. */
@@ -120,6 +122,19 @@ public final class OpenAiWire {
   public static WorkerReply answer(
       Style style, String id, String model, List<String> pieces, String finishReason, long prompt, long cached,
       AnswerShape shape, TokenCounts truth) {
+    return answer(style, id, model, pieces, finishReason, prompt, cached, 0, shape, truth);
+  }
+
+  /**
+   * {@link #answer(Style, String, String, List, String, long, long, AnswerShape, TokenCounts)} by a worker that
+   * wrote {@code createdCache} prompt tokens to its prefix cache (vLLM reports them).
+   */
+  public static WorkerReply answer(
+      Style style, String id, String model, List<String> pieces, String finishReason, long prompt, long cached,
+      long createdCache, AnswerShape shape, TokenCounts truth) {
+    if (style == Style.VLLM) {
+      return VllmWire.answer(id, model, pieces, finishReason, prompt, cached, createdCache, shape, truth);
+    }
     int choices = shape.choices();
     long completion = (long) pieces.size() * choices;
     if (!shape.stream()) {
@@ -128,7 +143,7 @@ public final class OpenAiWire {
     }
     List<ObjectNode> events = new ArrayList<>();
     long produced = 0;
-    if (style == Style.VLLM) {
+    if (style == Style.SGLANG) {
       for (int index = 0; index < choices; index++) {
         events.add(withRunningUsage(chunk(id, model, index, delta(true, ""), null), shape, prompt, 0, cached));
       }
@@ -148,14 +163,22 @@ public final class OpenAiWire {
       usageChunk.set("usage", usage(prompt, completion, cached));
       events.add(usageChunk);
     }
+    return new WorkerReply(200, SSE_TYPE, sse(events, style == Style.TRTLLM), truth);
+  }
+
+  /**
+   * {@code events} as a server-sent event stream ending with {@code [DONE]}; with {@code spaceAfterFirst}
+   * the first event ends {@code "} \n\n"}, as TensorRT-LLM writes it.
+   */
+  static byte[] sse(List<ObjectNode> events, boolean spaceAfterFirst) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (int i = 0; i < events.size(); i++) {
       out.writeBytes(utf8("data: "));
       out.writeBytes(bytes(events.get(i)));
-      out.writeBytes(utf8(style == Style.TRTLLM && i == 0 ? " \n\n" : "\n\n"));
+      out.writeBytes(utf8(spaceAfterFirst && i == 0 ? " \n\n" : "\n\n"));
     }
     out.writeBytes(utf8("data: [DONE]\n\n"));
-    return new WorkerReply(200, SSE_TYPE, out.toByteArray(), truth);
+    return out.toByteArray();
   }
 
   private static ObjectNode withRunningUsage(ObjectNode chunk, AnswerShape shape, long prompt, long produced, long cached) {

@@ -50,6 +50,11 @@ abstract class SimulatedEngine implements DisaggEngine {
 
   abstract OpenAiWire.Style style();
 
+  /** The context worker's JSON answer of one token, before {@link #addHandoff}. */
+  ObjectNode contextReply(String id, String model, String token, int prompt, int cached) {
+    return OpenAiWire.chatCompletion(id, model, token, "length", OpenAiWire.usage(prompt, 1, cached));
+  }
+
   /** The prompt tokens the generation worker counts; the chat prompt unless the family sends ids. */
   int generationPrompt(JsonNode request) throws BadRequest {
     return tokenizer.encodeChat(OpenAiWire.messages(request)).length;
@@ -62,10 +67,9 @@ abstract class SimulatedEngine implements DisaggEngine {
       requireContextCall(request);
       int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(request));
       int cached = contextCache.prefill(prompt);
-      ObjectNode reply =
-          OpenAiWire.chatCompletion(
-              responseId(call, request, true), request.path("model").asText(),
-              OpenAiWire.answerPieces(tokenizer, 1).get(0), "length", OpenAiWire.usage(prompt.length, 1, cached));
+      ObjectNode reply = contextReply(
+          responseId(call, request, true), request.path("model").asText(), OpenAiWire.answerPieces(tokenizer, 1).get(0),
+          prompt.length, cached);
       addHandoff(reply, call, request, prompt, cached);
       return new WorkerReply(200, OpenAiWire.JSON_TYPE, OpenAiWire.bytes(reply), new TokenCounts(prompt.length, cached, 1));
     } catch (BadRequest e) {

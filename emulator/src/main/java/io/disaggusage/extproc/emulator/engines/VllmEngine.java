@@ -18,12 +18,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * recomputed there; engines.md §2.2, #43370); {@link UsageVariant#WHOLE_PROMPT_BUG} reports the whole
  * prompt (#47136); {@link UsageVariant#FIXED} is #54222: the prefill returns
  * {@code remote_prefill_cached_tokens} in its {@code kv_transfer_params} and the decode reports it when
- * the proxy forwarded it (else the NIXL count, as vLLM falls back).
+ * the proxy forwarded it (else the whole prompt, as vLLM 0.32 was measured to report). Every variant
+ * answers on vLLM 0.32's wire ({@link VllmWire}); the variants differ only in the decode's cached count
+ * and whether the prefill returns {@code remote_prefill_cached_tokens}.
  */
 public final class VllmEngine extends SimulatedEngine {
   private static final String REQUEST_ID = "x-request-id";
   /** The prefill's own cached count in its returned {@code kv_transfer_params} (#54222). */
   private static final String REMOTE_CACHED = "remote_prefill_cached_tokens";
+
+  /** The prefill engine's id, a UUID like vLLM's. */
+  private static final String ENGINE_ID = UUID.nameUUIDFromBytes("prefill-engine-0".getBytes(StandardCharsets.UTF_8)).toString();
 
   private final AtomicLong nextRequest = new AtomicLong();
 
@@ -91,27 +96,50 @@ public final class VllmEngine extends SimulatedEngine {
     return "chatcmpl-" + call.headers().getOrDefault(REQUEST_ID, "");
   }
 
-  /** The connector's parameters the decode worker pulls the KV blocks with. */
+  /** vLLM 0.32's JSON answer; the prefill reports the prompt tokens it newly cached. */
+  @Override
+  ObjectNode contextReply(String id, String model, String token, int prompt, int cached) {
+    return VllmWire.completion(id, model, 1, token, "length", prompt, 1, cached, createdCache(prompt, cached, blockTokens()));
+  }
+
+  /**
+   * The prompt tokens a vLLM worker newly writes to its prefix cache ({@code created_cache_tokens}): the
+   * prompt's full blocks it did not find cached.
+   */
+  public static long createdCache(int prompt, int cached, int blockTokens) {
+    return Math.max(0, (long) prompt / blockTokens * blockTokens - cached);
+  }
+
+  /**
+   * NixlConnector's parameters the decode worker pulls the KV blocks with, as vLLM 0.32 returns them
+   * (members in its order; {@code remote_request_id} the response id with a random suffix, reproducible
+   * here; {@code remote_prefill_cached_tokens} since #54222, the {@link UsageVariant#FIXED} release).
+   */
   @Override
   void addHandoff(ObjectNode reply, WorkerCall call, JsonNode request, int[] prompt, int cached) {
-    ObjectNode params = reply.putObject("kv_transfer_params");
+    ObjectNode params = OpenAiWire.JSON.createObjectNode();
     params.put("do_remote_prefill", true).put("do_remote_decode", false);
-    var blocks = params.putArray("remote_block_ids");
+    var blocks = params.putArray("remote_block_ids").addArray();
     for (int b = 0; b < (prompt.length + blockTokens() - 1) / blockTokens(); b++) {
-      blocks.add(b);
+      blocks.add(b + 1);
     }
-    params.put("remote_engine_id", "prefill-engine-0").put("remote_request_id", call.headers().getOrDefault(REQUEST_ID, ""));
-    params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1);
+    String requestId = call.headers().getOrDefault(REQUEST_ID, "");
+    String suffix = String.format("%08x", requestId.hashCode());
+    params.put("remote_engine_id", ENGINE_ID).put("remote_request_id", "chatcmpl-" + requestId + "-" + suffix);
+    params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1).put("dcp_size", 1).put("pp_size", 1);
+    params.put("remote_num_tokens", prompt.length).putNull("remote_blocks_expiry_time").put("transfer_mode", "pull");
     if (variant == UsageVariant.FIXED) {
       params.put(REMOTE_CACHED, cached);
     }
+    reply.set("kv_transfer_params", params); // in the place vLLM writes it, after prompt_text
   }
 
   @Override
   long reportedCached(JsonNode request, int prompt) {
     JsonNode forwarded = request.path("kv_transfer_params").path(REMOTE_CACHED);
     return switch (variant) {
-      case FIXED -> forwarded.isIntegralNumber() ? forwarded.asLong() : prompt - 1L;
+      // without the forwarded count vLLM 0.32 counts every transferred token (measured on the real pair)
+      case FIXED -> forwarded.isIntegralNumber() ? forwarded.asLong() : prompt;
       case WHOLE_PROMPT_BUG -> prompt;
       // every transferred prompt token but the recomputed last one counts as a cache hit
       case BUG -> prompt - 1L;

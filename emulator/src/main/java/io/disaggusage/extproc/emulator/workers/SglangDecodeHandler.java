@@ -56,7 +56,7 @@ final class SglangDecodeHandler implements CompletionHandler {
     }
     List<String> pieces = OpenAiWire.answerPieces(tokenizer, request.shape().maxTokens());
     return OpenAiWire.answer(
-        OpenAiWire.Style.VLLM, request.responseId(), request.model(), pieces,
+        OpenAiWire.Style.SGLANG, request.responseId(), request.model(), pieces,
         OpenAiWire.finishReason(tokenizer, pieces.size()), prompt, cached, request.shape(),
         new TokenCounts(prompt, prefilled.cachedTokens(), (long) pieces.size() * request.shape().choices()));
   }

@@ -34,7 +34,7 @@ final class SglangPrefillHandler implements CompletionHandler {
       }
       List<String> pieces = OpenAiWire.answerPieces(tokenizer, 1);
       return OpenAiWire.answer(
-          OpenAiWire.Style.VLLM, request.responseId(), request.model(), pieces, "length", request.prompt().length,
+          OpenAiWire.Style.SGLANG, request.responseId(), request.model(), pieces, "length", request.prompt().length,
           cached, request.shape().capped(1), new TokenCounts(request.prompt().length, cached, request.shape().choices()));
     } catch (BadRequest e) {
       return e.reply();

@@ -5,6 +5,7 @@ import io.disaggusage.extproc.emulator.engines.AnswerShape;
 import io.disaggusage.extproc.emulator.engines.BadRequest;
 import io.disaggusage.extproc.emulator.engines.OpenAiWire;
 import io.disaggusage.extproc.emulator.engines.PrefixCache;
+import io.disaggusage.extproc.emulator.engines.VllmEngine;
 import io.disaggusage.extproc.emulator.engines.WordTokenizer;
 import io.disaggusage.extproc.emulator.engines.WorkerReply;
 import io.disaggusage.extproc.emulator.engines.WorkerReply.TokenCounts;
@@ -47,7 +48,7 @@ final class VllmDecodeHandler implements CompletionHandler {
       String id = "chatcmpl-" + (ids.isEmpty() ? "" : ids.get(0));
       return OpenAiWire.answer(
           OpenAiWire.Style.VLLM, id, request.path("model").asText(), pieces, OpenAiWire.finishReason(tokenizer, pieces.size()),
-          prompt.length, cached, shape, new TokenCounts(prompt.length, cached, (long) pieces.size() * shape.choices()));
+          prompt.length, cached, VllmEngine.createdCache(prompt.length, cached, ownCache.blockTokens()), shape, new TokenCounts(prompt.length, cached, (long) pieces.size() * shape.choices()));
     } catch (BadRequest e) {
       return e.reply();
     }

@@ -38,7 +38,8 @@ class VllmEngineTest {
     assertThat(gen.path("max_tokens").asInt()).isEqualTo(8);
     assertThat(gen.path("kv_transfer_params")).isEqualTo(json(ctx.body()).path("kv_transfer_params"));
     assertThat(gen.path("kv_transfer_params").path("do_remote_prefill").asBoolean()).isTrue();
-    assertThat(gen.path("kv_transfer_params").path("remote_block_ids")).hasSize((int) (ctx.truth().prompt() + 15) / 16);
+    assertThat(gen.path("kv_transfer_params").path("remote_block_ids").path(0)).as("one list per KV cache group")
+        .hasSize((int) (ctx.truth().prompt() + 15) / 16);
     assertThat(json(ctx.body()).path("id").asText()).isEqualTo("chatcmpl-" + ctxCall.headers().get("x-request-id"));
   }
 

@@ -53,9 +53,19 @@ public final class ReplayFixtures {
     }
 
     /** The generation response as the client must get it: the context worker's cached count. */
+    /**
+     * The generation body with the context's cached count, and (vLLM) the context's
+     * {@code created_cache_tokens} where the decode wrote its own 0.
+     */
     public String expectedClientBody() {
-      return generation.bodyUtf8()
-          .replace("\"cached_tokens\":" + reportedCached() + "}", "\"cached_tokens\":" + context.truth().cached() + "}");
+      String cached = "\"cached_tokens\":" + context.truth().cached();
+      String reported = "\"cached_tokens\":" + reportedCached();
+      java.util.regex.Matcher created =
+          java.util.regex.Pattern.compile("\"created_cache_tokens\":(\\d+)").matcher(context.bodyUtf8());
+      if (created.find()) {
+        return generation.bodyUtf8().replace(reported + ",\"created_cache_tokens\":0", cached + ",\"created_cache_tokens\":" + created.group(1));
+      }
+      return generation.bodyUtf8().replace(reported + "}", cached + "}");
     }
   }
 
