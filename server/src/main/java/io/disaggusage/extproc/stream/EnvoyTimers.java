@@ -1,6 +1,5 @@
 package io.disaggusage.extproc.stream;
 
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -13,11 +12,12 @@ import java.util.function.LongSupplier;
  * half-closes the stream and then cancels it. What differs is that Envoy gives up only while a reply
  * has been owed to it for its whole {@code message_timeout} ({@code grpc.envoy_message_timeout}).
  *
- * <p>Envoy runs one timer per direction. Each message it sends that waits for a reply starts it again;
- * any reply of that direction stops it; one {@code override_message_timeout} per message restarts it
- * with the longer duration. An empty end-of-stream body message starts none (Envoy ignores an override
- * then). The {@link ReplyQueue} reports what it receives and sends; the stream's {@link ExchangeRecord}
- * asks {@link #gaveUp()} when it counts. Envoy gave up when, by this clock:
+ * <p>Envoy runs one timer per direction (its debug log: "200 ms timer enabled", "timer disabled"). Each
+ * message it sends that waits for a reply starts it again; any reply of that direction it receives
+ * stops it, also a reply to an earlier message; one {@code override_message_timeout} per message
+ * restarts it with the longer duration. The {@link ReplyQueue} reports what it receives and sends; the
+ * stream's {@link ExchangeRecord} asks {@link #gaveUp()} when it counts. Envoy gave up when, by this
+ * clock:
  *
  * <ul>
  *   <li>the stream ended while a direction's timer had run out: a reply was owed that long;
@@ -26,26 +26,63 @@ import java.util.function.LongSupplier;
  *       answering in a burst after it thaws shows up so.
  * </ul>
  *
- * <p>Times are taken when the service receives and sends, so Envoy's timer starts a little earlier than
- * here and a reply reaches it a little later: the service may miss a timer that ran out by a hair, and
- * does not see one that ran out before it read the message at all (a message that waited in the socket
- * while the process was frozen). A message arriving after the timer would have run out restarts it
- * without counting: Envoy may have sent it just in time. The model follows Envoy as configured in the
- * shipped settings: it takes every extension as honoured ({@code max_message_timeout} large enough).
+ * <p>What the service cannot see is the order in which a reply and a message crossed on the wire.
+ * Envoy sends body chunks without waiting for replies: a chunk it sent just before our reply to the
+ * previous one arrived runs no timer (the reply stopped it), one it sent just after does. Envoy 1.40
+ * sent a context response's two data messages and its empty end within a millisecond and got the
+ * reply to the first 3 ms later: it then waited a second for the held reply to the second without a
+ * timer. So a message that comes less than the slack (below) after a reply of its direction went out
+ * is <em>uncertain</em>: its reply going out late proves nothing, and the stream ending counts as
+ * Envoy giving up only when it ends about when the timer would have run out — within {@value
+ * #LATE_END_PERCENT} % of the timeout after — since Envoy ends the stream at once when it gives up;
+ * an end long after means Envoy ran no timer for it. (An empty end-of-stream message right behind the
+ * last data is the common case: "Envoy runs no timer for it" is this crossing.)
  *
- * <p>Guarded by the owning stream's monitor. A fixed handful of fields per stream; never blocks.
+ * <p>Times are taken when the service receives and sends, so Envoy's timer starts a little earlier than
+ * here; and Envoy arms it from the time its event loop cached when the iteration began, so it fires a
+ * little early besides (Envoy 1.40 logged 199 ms for its 200 ms timer, and the service measured less
+ * between reading the message and hearing the stream end). A timer therefore counts as run out here
+ * {@value #SLACK_PERCENT} % of the timeout short of its duration. The service does not see a timer
+ * that ran out before it read the message at all (a message that waited in the socket while the
+ * process was frozen), nor, for an uncertain message, a give-up it hears of only long after (a freeze
+ * again). A message arriving after the timer would have run out restarts it without counting: Envoy
+ * may have sent it just in time. The model follows Envoy as configured in the shipped settings: it
+ * takes every extension as honoured ({@code max_message_timeout} large enough).
+ *
+ * <p>Guarded by the owning stream's monitor. Three small objects per stream; never blocks.
  */
 final class EnvoyTimers {
-  private final long timeoutNanos;
-  private final LongSupplier nanoClock;
+  /**
+   * In percent of the timeout: how much earlier than its duration a timer counts as run out here, and
+   * how soon after a reply of its direction a message may have crossed that reply.
+   */
+  static final int SLACK_PERCENT = 10;
+  /** In percent of the timeout: how late after the timer would have run out the stream may end for an uncertain message to count. */
+  static final int LATE_END_PERCENT = 25;
 
-  private boolean requestRunning;
-  private boolean requestExtended;
-  /** When the request direction's timer runs out ({@link System#nanoTime()} scale), while running. */
-  private long requestDeadline;
-  private boolean responseRunning;
-  private boolean responseExtended;
-  private long responseDeadline;
+  /** One direction's timer, as far as the service can follow it. */
+  private static final class Timer {
+    /** A message Envoy may time is owed its reply, and no reply of this direction went out since. */
+    boolean running;
+    /** Envoy certainly runs the timer: no reply of this direction went out just before the message came. */
+    boolean certain;
+    boolean extended;
+    /** When the timer counts as run out ({@link System#nanoTime()} scale), while running. */
+    long deadline;
+    boolean replied;
+    long lastReply;
+
+    boolean ranOut(long now) {
+      return running && now - deadline >= 0;
+    }
+  }
+
+  private final long timeoutNanos;
+  private final long slackNanos;
+  private final long lateEndNanos;
+  private final LongSupplier nanoClock;
+  private final Timer request = new Timer();
+  private final Timer response = new Timer();
   private boolean gaveUp;
   private boolean ended;
 
@@ -60,53 +97,35 @@ final class EnvoyTimers {
    */
   EnvoyTimers(Duration messageTimeout, LongSupplier nanoClock) {
     this.timeoutNanos = messageTimeout.toNanos();
+    this.slackNanos = timeoutNanos / 100 * SLACK_PERCENT;
+    this.lateEndNanos = timeoutNanos / 100 * LATE_END_PERCENT;
     this.nanoClock = nanoClock;
   }
 
-  /** Whether Envoy runs its message timer for {@code message}: all but an empty end-of-stream body. */
-  static boolean timed(ProcessingRequest message) {
-    return switch (message.getRequestCase()) {
-      case REQUEST_BODY -> !emptyEnd(message.getRequestBody());
-      case RESPONSE_BODY -> !emptyEnd(message.getResponseBody());
-      default -> true;
-    };
-  }
-
-  private static boolean emptyEnd(HttpBody body) {
-    return body.getEndOfStream() && body.getBody().isEmpty();
-  }
-
-  /**
-   * Envoy sent a message of {@code kind} that waits for a reply; {@code timed}: one Envoy runs its timer
-   * for ({@link #timed(ProcessingRequest)}).
-   */
-  void received(ProcessingRequest.RequestCase kind, boolean timed) {
-    if (ended || !timed) {
+  /** Envoy sent a message of {@code kind} that waits for a reply: its direction's timer starts again. */
+  void received(ProcessingRequest.RequestCase kind) {
+    Timer timer = timer(kind);
+    if (ended || timer == null) {
       return;
     }
-    long deadline = nanoClock.getAsLong() + timeoutNanos;
-    if (isRequest(kind)) {
-      requestRunning = true;
-      requestExtended = false;
-      requestDeadline = deadline;
-    } else if (isResponse(kind)) {
-      responseRunning = true;
-      responseExtended = false;
-      responseDeadline = deadline;
-    }
+    long now = nanoClock.getAsLong();
+    timer.running = true;
+    timer.certain = !timer.replied || now - timer.lastReply >= slackNanos;
+    timer.extended = false;
+    timer.deadline = now + timeoutNanos - slackNanos;
   }
 
   /** A reply to a message of {@code kind} goes out now: it stops its direction's timer. */
   void replied(ProcessingRequest.RequestCase kind) {
-    if (ended) {
+    Timer timer = timer(kind);
+    if (ended || timer == null) {
       return;
     }
-    noteOverdue(nanoClock.getAsLong());
-    if (isRequest(kind)) {
-      requestRunning = false;
-    } else if (isResponse(kind)) {
-      responseRunning = false;
-    }
+    long now = nanoClock.getAsLong();
+    noteCertainlyRanOut(now);
+    timer.running = false;
+    timer.replied = true;
+    timer.lastReply = now;
   }
 
   /**
@@ -119,23 +138,34 @@ final class EnvoyTimers {
       return;
     }
     long now = nanoClock.getAsLong();
-    noteOverdue(now);
-    long deadline = now + TimeUnit.MILLISECONDS.toNanos(millis);
-    if (requestRunning && !requestExtended) {
-      requestExtended = true;
-      requestDeadline = deadline;
-    } else if (responseRunning && !responseExtended) {
-      responseExtended = true;
-      responseDeadline = deadline;
+    noteCertainlyRanOut(now);
+    Timer timer = extensible(request) ? request : extensible(response) ? response : null;
+    if (timer != null) {
+      timer.extended = true;
+      timer.deadline = now + TimeUnit.MILLISECONDS.toNanos(millis) - slackNanos;
     }
+  }
+
+  private static boolean extensible(Timer timer) {
+    return timer.running && !timer.extended;
   }
 
   /** The stream ended: what {@link #gaveUp()} says from now on is decided. */
   void ended() {
-    if (!ended) {
-      noteOverdue(nanoClock.getAsLong());
-      ended = true;
+    if (ended) {
+      return;
     }
+    long now = nanoClock.getAsLong();
+    noteCertainlyRanOut(now);
+    if (endedByTimeout(request, now) || endedByTimeout(response, now)) {
+      gaveUp = true;
+    }
+    ended = true;
+  }
+
+  /** An uncertain timer's stream ended about when the timer would have run out: Envoy ended it. */
+  private boolean endedByTimeout(Timer timer, long now) {
+    return timer.ranOut(now) && now - timer.deadline < lateEndNanos;
   }
 
   /**
@@ -144,28 +174,22 @@ final class EnvoyTimers {
    */
   boolean gaveUp() {
     if (!ended) {
-      noteOverdue(nanoClock.getAsLong());
+      noteCertainlyRanOut(nanoClock.getAsLong());
     }
     return gaveUp;
   }
 
-  private void noteOverdue(long now) {
-    if ((requestRunning && now - requestDeadline >= 0) || (responseRunning && now - responseDeadline >= 0)) {
+  private void noteCertainlyRanOut(long now) {
+    if ((request.certain && request.ranOut(now)) || (response.certain && response.ranOut(now))) {
       gaveUp = true;
     }
   }
 
-  private static boolean isRequest(ProcessingRequest.RequestCase kind) {
+  private Timer timer(ProcessingRequest.RequestCase kind) {
     return switch (kind) {
-      case REQUEST_HEADERS, REQUEST_BODY, REQUEST_TRAILERS -> true;
-      default -> false;
-    };
-  }
-
-  private static boolean isResponse(ProcessingRequest.RequestCase kind) {
-    return switch (kind) {
-      case RESPONSE_HEADERS, RESPONSE_BODY, RESPONSE_TRAILERS -> true;
-      default -> false;
+      case REQUEST_HEADERS, REQUEST_BODY, REQUEST_TRAILERS -> request;
+      case RESPONSE_HEADERS, RESPONSE_BODY, RESPONSE_TRAILERS -> response;
+      default -> null;
     };
   }
 }

@@ -71,16 +71,12 @@ final class ReplyQueue {
 
   /** Owes a reply for a message just received. */
   Slot open(ProcessingRequest message) {
-    return open(message.getRequestCase(), EnvoyTimers.timed(message));
+    return open(message.getRequestCase());
   }
 
-  /** Owes a reply for a message of kind {@code answers} just received, one Envoy runs its timer for. */
+  /** Owes a reply for a message of kind {@code answers} just received. */
   Slot open(ProcessingRequest.RequestCase answers) {
-    return open(answers, true);
-  }
-
-  private Slot open(ProcessingRequest.RequestCase answers, boolean timed) {
-    timers.received(answers, timed);
+    timers.received(answers);
     Slot slot = new Slot(answers);
     slots.add(slot);
     return slot;

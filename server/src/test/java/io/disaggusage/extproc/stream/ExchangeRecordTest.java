@@ -33,8 +33,8 @@ class ExchangeRecordTest {
 
   @Test
   void aGenerationReportInTimeCountsItsOutcomeAndTokens() {
-    timers.received(RESPONSE_BODY, true);
-    now += TimeUnit.MILLISECONDS.toNanos(199);
+    timers.received(RESPONSE_BODY);
+    now += TimeUnit.MILLISECONDS.toNanos(EnvoyTimersTest.RUNS_OUT - 1);
     record.countGeneration(REWRITTEN);
     assertThat(metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(1);
     assertThat(metrics.tokenCount("m", "cached")).isEqualTo(7);
@@ -42,8 +42,8 @@ class ExchangeRecordTest {
 
   @Test
   void aGenerationReportWhoseReplyIsLateCountsEnvoyGaveUpWithoutTokens() {
-    timers.received(RESPONSE_BODY, true);
-    now += TimeUnit.MILLISECONDS.toNanos(200); // the reply about to carry it comes too late
+    timers.received(RESPONSE_BODY);
+    now += TimeUnit.MILLISECONDS.toNanos(EnvoyTimersTest.RUNS_OUT); // the reply about to carry it comes too late
     record.countGeneration(REWRITTEN);
     assertThat(metrics.exchangeCount(Phase.GENERATION, Outcome.ENVOY_GAVE_UP)).isEqualTo(1);
     assertThat(metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isZero();
@@ -52,7 +52,7 @@ class ExchangeRecordTest {
 
   @Test
   void anyOutcomeReportedAfterEnvoyGaveUpCountsEnvoyGaveUp() {
-    timers.received(RESPONSE_BODY, true);
+    timers.received(RESPONSE_BODY);
     now += TimeUnit.MILLISECONDS.toNanos(250);
     timers.ended();
     record.report(Phase.CONTEXT, Outcome.STORED); // a store write that landed after the stream ended
@@ -63,7 +63,7 @@ class ExchangeRecordTest {
 
   @Test
   void aResetWithNothingOverdueStaysAReset() {
-    timers.received(RESPONSE_BODY, true);
+    timers.received(RESPONSE_BODY);
     now += TimeUnit.MILLISECONDS.toNanos(50);
     timers.ended();
     now += TimeUnit.SECONDS.toNanos(5);
