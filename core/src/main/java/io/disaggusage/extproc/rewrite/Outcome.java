@@ -29,8 +29,9 @@ public enum Outcome {
   ERROR("error"),
   /**
    * The ext_proc stream ended (a downstream reset, an upstream failure) before the exchange's usage
-   * was released to the client or stored: there were no figures to count. An exchange reset after its
-   * usage went out counts with that usage's outcome instead.
+   * was released to the client or stored, with no reply of the service overdue: there were no figures
+   * to count. An exchange reset after its usage went out counts with that usage's outcome instead; one
+   * that ended with a reply overdue, as {@link #ENVOY_GAVE_UP}.
    */
   RESET("reset"),
   /**
@@ -39,7 +40,15 @@ public enum Outcome {
    * context usage where known, else clamped. Takes the place of {@link #REWRITTEN} and of the
    * pass-through outcomes of a body that was read.
    */
-  IMPOSSIBLE_COUNT("impossible_count");
+  IMPOSSIBLE_COUNT("impossible_count"),
+  /**
+   * Envoy's per-message timer ran out while a reply of the service was owed (a store or context wait
+   * longer than Envoy's {@code message_timeout}, a starved or frozen process): with {@code
+   * failure_mode_allow} Envoy let the rest of the exchange through as the worker sent it. Takes the
+   * place of {@link #RESET} when the stream ended with a reply overdue, and of the outcome the service
+   * would have counted when its reply went out after Envoy's timer had run out.
+   */
+  ENVOY_GAVE_UP("envoy_gave_up");
 
   private final String label;
 

@@ -46,6 +46,9 @@ public record Config(
    * @param maxConcurrentStreams concurrent streams per connection; 0 for no limit
    * @param maxConnectionIdle a connection without streams for this long is closed gracefully; zero
    *     keeps idle connections
+   * @param envoyMessageTimeout the {@code message_timeout} of the calling Envoy's ext_proc filter: a
+   *     stream that ends while a reply has been owed this long, or a reply that goes out this late,
+   *     counts as {@code envoy_gave_up}
    * @param tls server TLS, off unless a certificate is configured
    */
   public record Grpc(
@@ -57,6 +60,7 @@ public record Config(
       @Default("10s") Duration permitKeepaliveTime,
       @Default("0") int maxConcurrentStreams,
       @Default("0s") Duration maxConnectionIdle,
+      @Default("200ms") Duration envoyMessageTimeout,
       Tls tls) {
 
     public Grpc {

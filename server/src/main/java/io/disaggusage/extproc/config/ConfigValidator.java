@@ -23,6 +23,8 @@ import java.util.regex.Pattern;
 final class ConfigValidator {
 
   private static final Duration MAX_CONTEXT_WAIT = Duration.ofHours(1);
+  /** Envoy rejects a {@code message_timeout} above an hour. */
+  private static final Duration MAX_ENVOY_MESSAGE_TIMEOUT = Duration.ofHours(1);
   private static final Duration MAX_DRAIN_TIMEOUT = Duration.ofHours(1);
   /** Upper bound of the gRPC connection durations (keepalive, idle, certificate reload). */
   private static final Duration MAX_CONNECTION_DURATION = Duration.ofHours(24);
@@ -59,6 +61,9 @@ final class ConfigValidator {
       problems.invalid("admin.port", "must differ from grpc.port (both are " + grpc.port() + ")");
     }
     positive("grpc.max_inbound_message_bytes", grpc.maxInboundMessageBytes());
+    duration(
+        "grpc.envoy_message_timeout", grpc.envoyMessageTimeout(), Duration.ofMillis(1), "must be at least 1ms",
+        MAX_ENVOY_MESSAGE_TIMEOUT);
     positive("limits.max_body_bytes", limits.maxBodyBytes());
     positive("limits.max_event_bytes", limits.maxEventBytes());
     positive("limits.max_usage_bytes", limits.maxUsageBytes());

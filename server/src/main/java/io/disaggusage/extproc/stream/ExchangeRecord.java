@@ -18,11 +18,16 @@ import org.slf4j.LoggerFactory;
  * ExchangeStream#SUMMARY_LOGGER} gets one DEBUG line with phase, outcome, the correlation key and model
  * bounded by {@link LogText}, the token counts, response body bytes in and out so far, and the time
  * since the stream opened. Never body bytes. Guarded by the owning stream's monitor.
+ *
+ * <p>An exchange Envoy gave up on before it was counted ({@link EnvoyTimers#gaveUp()}) counts as {@link
+ * Outcome#ENVOY_GAVE_UP}, whatever outcome it is reported with: Envoy let the rest of it through as the
+ * worker sent it, so neither the outcome nor the figures the service made reached the client.
  */
 final class ExchangeRecord {
   private static final Logger summary = LoggerFactory.getLogger(ExchangeStream.SUMMARY_LOGGER);
 
   private final Metrics metrics;
+  private final EnvoyTimers timers;
   private final long openedNanos = System.nanoTime();
   private boolean reported;
   /** The request's model, or null. */
@@ -34,8 +39,9 @@ final class ExchangeRecord {
   private ExchangeReport generationReport;
   private ContextUsage storedUsage;
 
-  ExchangeRecord(Metrics metrics) {
+  ExchangeRecord(Metrics metrics, EnvoyTimers timers) {
     this.metrics = metrics;
+    this.timers = timers;
   }
 
   /** The request was classified: its model and first key name the exchange. */
@@ -82,16 +88,19 @@ final class ExchangeRecord {
   void report(Phase phase, Outcome outcome) {
     if (!reported) {
       reported = true;
-      metrics.exchange(phase, outcome);
+      Outcome counted = timers.gaveUp() ? Outcome.ENVOY_GAVE_UP : outcome;
+      metrics.exchange(phase, counted);
       if (summary.isDebugEnabled()) {
-        logSummary(phase, outcome);
+        logSummary(phase, counted);
       }
     }
   }
 
   /** Counts the generation exchange's final report (tokens and outcome), once. */
   void countGeneration(ExchangeReport report) {
-    if (!reported) {
+    if (!reported && timers.gaveUp()) {
+      report(Phase.GENERATION, Outcome.ENVOY_GAVE_UP); // no tokens: the client got the worker's own
+    } else if (!reported) {
       generationReport = report;
       metrics.generation(report.model() != null ? report.model() : model, report.figures(), report.outcome());
       report(Phase.GENERATION, report.outcome());

@@ -66,8 +66,9 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
   ExchangeStream(ExchangeServices services, StreamObserver<ProcessingResponse> out) {
     this.services = services;
     this.out = out;
-    this.record = new ExchangeRecord(services.metrics());
-    this.replies = new ReplyQueue(out, this);
+    EnvoyTimers timers = new EnvoyTimers(services.config().grpc().envoyMessageTimeout());
+    this.record = new ExchangeRecord(services.metrics(), timers);
+    this.replies = new ReplyQueue(out, this, timers);
     this.leg = new PassThroughLeg(replies, record);
     services.metrics().streamOpened();
   }
@@ -115,7 +116,8 @@ final class ExchangeStream implements StreamObserver<ProcessingRequest>, Leg.Hos
 
   @Override
   public synchronized void onError(Throwable t) {
-    // Envoy reset the stream: normal at the end of every exchange (CANCELLED), or a client abort.
+    // Envoy reset the stream: normal at the end of every exchange (CANCELLED), or a client abort, or
+    // Envoy's message timeout; which of the last two, the record asks the stream's EnvoyTimers.
     finish();
   }
 

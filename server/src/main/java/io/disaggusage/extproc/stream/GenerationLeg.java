@@ -176,7 +176,7 @@ final class GenerationLeg implements Leg {
       long remaining =
           services.config().ordering().contextWait().toMillis()
               - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - contextWaitStart);
-      replies.send(EnvoyMessages.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS));
+      replies.extendTimer(Math.max(1, remaining) + TIMER_MARGIN_MILLIS);
     }
   }
 
@@ -284,7 +284,8 @@ final class GenerationLeg implements Leg {
 
   /**
    * After a usage-bearing event went out the exchange counts as that event's outcome (the client has
-   * its usage); before, as {@link Outcome#RESET}.
+   * its usage); before, as {@link Outcome#RESET}. Either becomes {@link Outcome#ENVOY_GAVE_UP} when
+   * Envoy's message timer had run out ({@link ExchangeRecord}).
    */
   @Override
   public void streamEnded(Phase uncounted) {

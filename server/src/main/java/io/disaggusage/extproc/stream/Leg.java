@@ -36,7 +36,8 @@ interface Leg {
 
   /**
    * The stream ended: withdraws what still waits and counts an exchange not counted yet (most often a
-   * client that hung up).
+   * client that hung up: {@code reset}; the {@link ExchangeRecord} makes it {@code envoy_gave_up} when
+   * Envoy's message timer ran out instead).
    *
    * @param uncounted the phase the request was classified with when the exchange has not been counted,
    *     else null

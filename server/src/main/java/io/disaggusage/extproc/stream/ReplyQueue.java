@@ -18,8 +18,10 @@ import java.util.Arrays;
  * <p>The ledger has two entries. Bytes taken from a body filter for a reply not yet built are owed by
  * that reply's {@link Slot} ({@link #owe}); on a failure they go out in the reply to the body message
  * being handled, or in the {@link #hold held} reply, followed by what the filter still held. With
- * neither, they are given back with the next response body message ({@link #forward}). Guarded by the
- * owning stream's monitor.
+ * neither, they are given back with the next response body message ({@link #forward}).
+ *
+ * <p>What it receives and sends, and the stream's end, it reports to the stream's {@link EnvoyTimers}.
+ * Guarded by the owning stream's monitor.
  */
 final class ReplyQueue {
 
@@ -52,6 +54,7 @@ final class ReplyQueue {
 
   private final StreamObserver<ProcessingResponse> out;
   private final Listener listener;
+  private final EnvoyTimers timers;
   // Rarely more than a reply or two are owed at once; the deque grows when a held reply queues more.
   private final ArrayDeque<Slot> slots = new ArrayDeque<>(4);
   private boolean closed;
@@ -60,9 +63,10 @@ final class ReplyQueue {
   /** Owed bytes without a reply to carry them: they go out with the next response body message. */
   private byte[] giveBack = Bytes.EMPTY;
 
-  ReplyQueue(StreamObserver<ProcessingResponse> out, Listener listener) {
+  ReplyQueue(StreamObserver<ProcessingResponse> out, Listener listener, EnvoyTimers timers) {
     this.out = out;
     this.listener = listener;
+    this.timers = timers;
   }
 
   /** Owes a reply for a message just received. */
@@ -72,6 +76,7 @@ final class ReplyQueue {
 
   /** Owes a reply for a message of kind {@code answers} just received. */
   Slot open(ProcessingRequest.RequestCase answers) {
+    timers.received(answers);
     Slot slot = new Slot(answers);
     slots.add(slot);
     return slot;
@@ -181,8 +186,15 @@ final class ReplyQueue {
     };
   }
 
-  /** Sends a message that answers none (a timer extension) at once. */
-  void send(ProcessingResponse reply) {
+  /** Asks Envoy at once to run the timer of the message it waits on for {@code millis} from now. */
+  void extendTimer(long millis) {
+    if (!closed) {
+      timers.extended(millis);
+      send(EnvoyMessages.extendTimer(millis));
+    }
+  }
+
+  private void send(ProcessingResponse reply) {
     if (closed) {
       return;
     }
@@ -197,16 +209,21 @@ final class ReplyQueue {
 
   private void flush() {
     while (!slots.isEmpty() && slots.peek().reply != null) {
-      send(slots.poll().reply);
+      Slot slot = slots.poll();
+      if (!closed) {
+        timers.replied(slot.answers);
+      }
+      send(slot.reply);
     }
   }
 
-  /** Sends nothing more; false when already closed. */
+  /** Sends nothing more, and settles whether Envoy gave up; false when already closed. */
   boolean close() {
     if (closed) {
       return false;
     }
     closed = true;
+    timers.ended();
     return true;
   }
 

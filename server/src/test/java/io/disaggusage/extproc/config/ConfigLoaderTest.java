@@ -39,6 +39,7 @@ class ConfigLoaderTest {
         permit_keepalive_time: 1s
         max_concurrent_streams: 5000
         max_connection_idle: 10m
+        envoy_message_timeout: 500ms
         tls:
           reload_interval: 30s
       admin:
@@ -133,6 +134,7 @@ class ConfigLoaderTest {
                 Duration.ofSeconds(1),
                 5000,
                 Duration.ofMinutes(10),
+                Duration.ofMillis(500),
                 new Config.Tls("", "", "", Duration.ofSeconds(30))));
     assertThat(config.shutdown()).isEqualTo(new Config.Shutdown(Duration.ofSeconds(45)));
     assertThat(config.admin()).isEqualTo(new Config.Admin(19090));
@@ -238,6 +240,7 @@ class ConfigLoaderTest {
     changed.put("grpc.permit_keepalive_time", "0s");
     changed.put("grpc.max_concurrent_streams", "100");
     changed.put("grpc.max_connection_idle", "5m");
+    changed.put("grpc.envoy_message_timeout", "1s");
     changed.put("grpc.tls.cert_file", write("tls.crt", "cert").toString());
     changed.put("grpc.tls.key_file", write("tls.key", "key").toString());
     changed.put("grpc.tls.client_ca_file", write("ca.crt", "ca").toString());
@@ -289,6 +292,7 @@ class ConfigLoaderTest {
                     Duration.ZERO,
                     100,
                     Duration.ofMinutes(5),
+                    Duration.ofSeconds(1),
                     new Config.Tls(
                         dir.resolve("tls.crt").toString(),
                         dir.resolve("tls.key").toString(),
@@ -434,6 +438,9 @@ class ConfigLoaderTest {
             "grpc.max_concurrent_streams: must not be negative (0 means no limit), got -1"),
         arguments(Map.of("grpc.max_concurrent_streams", "many"), "grpc.max_concurrent_streams: invalid integer \"many\""),
         arguments(Map.of("grpc.max_connection_idle", "48h"), "grpc.max_connection_idle: must be at most 24h, got 48h"),
+        arguments(Map.of("grpc.envoy_message_timeout", "0s"), "grpc.envoy_message_timeout: must be at least 1ms, got 0s"),
+        arguments(Map.of("grpc.envoy_message_timeout", "2h"), "grpc.envoy_message_timeout: must be at most 1h, got 2h"),
+        arguments(Map.of("grpc.envoy_message_timeout", "0.2"), "grpc.envoy_message_timeout: invalid duration \"0.2\""),
         arguments(Map.of("grpc.tls.reload_interval", "10ms"), "grpc.tls.reload_interval: must be at least 100ms, got 10ms"),
         arguments(Map.of("grpc.tls.reload_interval", "2d"), "grpc.tls.reload_interval: invalid duration \"2d\""),
         arguments(Map.of("grpc.tls.cert_file", "/no/such/tls.crt", "grpc.tls.key_file", "/no/such/tls.key"),

@@ -114,6 +114,7 @@ class ConfigYamlTest {
                 Duration.ZERO,
                 64,
                 Duration.ofMinutes(5),
+                Duration.ofMillis(350),
                 new Config.Tls("", "", "", Duration.ofMillis(250))),
             new Config.Admin(65535),
             new Config.Classification(

@@ -71,7 +71,7 @@ class GracefulDrainTest {
                 new Setting("classification.context_clusters", CONTEXT_CLUSTER, "test"),
                 new Setting("ordering.context_wait", "1s", "test"),
                 new Setting("shutdown.drain_timeout", drainTimeout, "test")));
-    runtime = ServerRuntime.start(config);
+    runtime = ServerRuntime.start(ServiceUnderTest.withTestMessageTimeout(config));
     return runtime;
   }
 

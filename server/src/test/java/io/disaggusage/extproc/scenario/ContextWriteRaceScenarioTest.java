@@ -121,6 +121,9 @@ class ContextWriteRaceScenarioTest {
       assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.STORED)).as("before the write landed").isZero();
       assertThat(store.release()).as("writes held").isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.STORED)).isEqualTo(1);
+      assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.ENVOY_GAVE_UP))
+          .as("the client left before Envoy's timer ran out (FaultInjectionTest: after it)")
+          .isZero();
       assertThat(s.store.size()).isEqualTo(1);
     }
   }

@@ -15,6 +15,8 @@ import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
 import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
+import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.rewrite.Phase;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -61,6 +63,9 @@ class GenerationFirstTimerScenarioTest {
     assertClean(r[1]); // no message timeout: the client got every byte, corrected
     assertThat(r[1].accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
     assertThat(r[1].stats().get(EnvoyStats.OVERRIDE_MESSAGE_TIMEOUT_IGNORED)).isZero();
+    // The held reply went out after the plain message timeout, but not after Envoy's timer: no give-up.
+    service.awaitStreamsEnded();
+    assertThat(service.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isEqualTo(1);
     return r[1];
   }
 

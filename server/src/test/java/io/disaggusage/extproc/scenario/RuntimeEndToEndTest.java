@@ -30,7 +30,7 @@ class RuntimeEndToEndTest {
   @Test
   void configuredServerCorrectsUsageAndCountsIt() throws Exception {
     Config config =
-        ConfigLoader.fromYaml(
+        ServiceUnderTest.withTestMessageTimeout(ConfigLoader.fromYaml(
             """
             grpc:
               port: 0
@@ -41,7 +41,7 @@ class RuntimeEndToEndTest {
               generation_clusters: [decode]
             ordering:
               context_wait: 1s
-            """);
+            """));
     try (ServerRuntime runtime = ServerRuntime.start(config)) {
       ManagedChannel channel =
           NettyChannelBuilder.forAddress("127.0.0.1", runtime.grpcPort()).usePlaintext().build();

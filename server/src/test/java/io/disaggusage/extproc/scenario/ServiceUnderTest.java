@@ -34,7 +34,10 @@ import java.util.concurrent.TimeUnit;
  * configuration the project ships in {@code deploy/envoy/envoy.yaml}.
  */
 public final class ServiceUnderTest implements AutoCloseable {
-  /** The per-message timeout the fake Envoy uses; see {@link #shippedFilterConfig}. */
+  /**
+   * The fake Envoy's {@code message_timeout}, and the service's {@code grpc.envoy_message_timeout}, where
+   * a test does not choose its own; see {@link #withTestMessageTimeout}.
+   */
   static final long TEST_MESSAGE_TIMEOUT_MILLIS = 1000;
 
   public static final String CONTEXT_CLUSTER = EngineRequests.CONTEXT_CLUSTER;
@@ -121,6 +124,7 @@ public final class ServiceUnderTest implements AutoCloseable {
       StoreFactory stores,
       ServiceFactory factory)
       throws Exception {
+    config = withTestMessageTimeout(config);
     this.config = config;
     this.storeClock = storeClock;
     this.store = stores.open(config, timer);
@@ -186,8 +190,30 @@ public final class ServiceUnderTest implements AutoCloseable {
   }
 
   /**
-   * The filter configuration users deploy: read from {@code deploy/envoy/envoy.yaml}. The service's
-   * context wait must stay below the shipped {@code max_message_timeout}.
+   * {@code config} with {@code grpc.envoy_message_timeout} raised to {@link #TEST_MESSAGE_TIMEOUT_MILLIS}
+   * where it is the shipped 200 ms; a timeout a test chose stays. A test machine can stall for longer
+   * than Envoy's 200 ms (CPU contention on a 2-core CI box), which would fail an exchange open, and count
+   * it {@code envoy_gave_up}, for a reason that is not the service's.
+   */
+  public static Config withTestMessageTimeout(Config config) {
+    Config.Grpc g = config.grpc();
+    if (!g.envoyMessageTimeout().equals(Config.defaults().grpc().envoyMessageTimeout())) {
+      return config;
+    }
+    return new Config(
+        new Config.Grpc(g.port(), g.maxInboundMessageBytes(), g.listen(), g.keepaliveTime(), g.keepaliveTimeout(),
+            g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle(),
+            Duration.ofMillis(TEST_MESSAGE_TIMEOUT_MILLIS), g.tls()),
+        config.admin(), config.classification(), config.ordering(), config.store(), config.metadata(),
+        config.limits(), config.metrics(), config.logging(), config.shutdown(), config.streaming());
+  }
+
+  /**
+   * The filter configuration users deploy, read from {@code deploy/envoy/envoy.yaml}, with the {@code
+   * message_timeout} the service is told ({@code grpc.envoy_message_timeout}), as an operator keeps the
+   * two equal. The service's context wait must stay below the shipped {@code max_message_timeout}: the
+   * timer mechanics ({@code override_message_timeout} up to {@code max_message_timeout}) are exercised
+   * as shipped, since every deferred reply asks for an extension.
    */
   public static ExternalProcessor shippedFilterConfig(Config config) {
     ExternalProcessor shipped = ShippedEnvoyConfig.extProcFilter();
@@ -195,13 +221,8 @@ public final class ServiceUnderTest implements AutoCloseable {
     if (config.ordering().contextWait().toMillis() >= ceiling) {
       throw new IllegalArgumentException("context wait must stay below the shipped max_message_timeout");
     }
-    // Everything but the per-message timeout is taken as shipped. A test machine can stall for longer
-    // than Envoy's 200 ms (CPU contention on a 2-core CI box), which would fail an exchange open for a
-    // reason that is not the service's; the timer *mechanics* (override_message_timeout up to
-    // max_message_timeout) are still exercised, since every deferred reply asks for an extension.
-    long shippedTimeout = com.google.protobuf.util.Durations.toMillis(shipped.getMessageTimeout());
     return shipped.toBuilder()
-        .setMessageTimeout(com.google.protobuf.util.Durations.fromMillis(Math.max(shippedTimeout, TEST_MESSAGE_TIMEOUT_MILLIS)))
+        .setMessageTimeout(com.google.protobuf.util.Durations.fromMillis(config.grpc().envoyMessageTimeout().toMillis()))
         .build();
   }
 

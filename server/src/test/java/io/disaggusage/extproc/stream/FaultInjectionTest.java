@@ -33,6 +33,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Faults around the service, injected through the fake Envoy (behaviour.md §6, reliability.md): the
@@ -53,7 +55,7 @@ class FaultInjectionTest {
     Config.Grpc g = d.grpc();
     return new Config(
         new Config.Grpc(g.port(), maxInboundMessageBytes, g.listen(), g.keepaliveTime(), g.keepaliveTimeout(),
-            g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle(), g.tls()),
+            g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle(), g.envoyMessageTimeout(), g.tls()),
         d.admin(), d.classification(), d.ordering(),
         new Config.Store(d.store().type(), TTL, d.store().redisUri(), d.store().maxEntries(), d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
         d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming());
@@ -231,9 +233,37 @@ class FaultInjectionTest {
       assertThat(g.clientResponse().bodyUtf8()).isEqualTo(genBody);
       assertThat(g.clientResponse().reset()).isFalse();
       assertThat(g.clientResponse().localReply()).isEmpty();
+      // The stream ended as a client's hang-up ends it, but with the headers reply owed for Envoy's timeout.
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.ENVOY_GAVE_UP)).isEqualTo(1);
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET)).isZero();
       store.get().mode(FaultyStore.Mode.UP);
       // The late lookup lands on a closed stream: nothing happens.
       assertThat(store.get().release()).as("lookups held").isEqualTo(1);
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.ENVOY_GAVE_UP)).as("counted once").isEqualTo(1);
+      assertNoLeak(s);
+    }
+  }
+
+  @Test
+  void aContextWriteOutlastingEnvoysTimerCountsEnvoyGaveUpWhenItLands() throws Exception {
+    AtomicReference<FaultyStore> store = new AtomicReference<>();
+    try (ServiceUnderTest s = withFaultyStore(store)) {
+      String ctxBody = Wire.chatCompletion("w", Wire.usage(50, 1, 10L));
+      store.get().mode(FaultyStore.Mode.HELD);
+      ExchangeResult c = Flows.run(s.envoy, ctx("w", ctxBody));
+      assertThat(c.stats().get(EnvoyStats.MESSAGE_TIMEOUTS)).as("Envoy gave up").isEqualTo(1);
+      assertThat(c.clientResponse().bodyUtf8()).isEqualTo(ctxBody);
+      s.awaitStreamsEnded();
+      assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.ENVOY_GAVE_UP)).as("counted when the write lands").isZero();
+      store.get().mode(FaultyStore.Mode.UP);
+      assertThat(store.get().release()).as("writes held").isEqualTo(1);
+      assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.ENVOY_GAVE_UP)).isEqualTo(1);
+      assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.STORED)).isZero();
+      // The usage landed all the same: the generation call that follows is corrected.
+      ExchangeResult g = Flows.run(s.envoy, gen("w", "application/json", Wire.chatCompletion("w", Wire.usage(50, 4, 50L))));
+      assertClean(g);
+      assertThat(g.accessLog("%DYNAMIC_METADATA(disagg_usage:cached_tokens)%")).isEqualTo("10");
       assertNoLeak(s);
     }
   }
@@ -252,10 +282,15 @@ class FaultInjectionTest {
     }
   }
 
-  @Test
-  void clientCancelWhileWaitingForContextWithdrawsTheWaiter() throws Exception {
+  /**
+   * Also after Envoy's plain message timeout: the generation holds its last reply with Envoy's timer
+   * extended, so a client hanging up then did not meet a give-up of Envoy's.
+   */
+  @ParameterizedTest(name = "past Envoy's plain message timeout: {0}")
+  @ValueSource(booleans = {false, true})
+  void clientCancelWhileWaitingForContextWithdrawsTheWaiter(boolean pastTheMessageTimeout) throws Exception {
     AtomicReference<FaultyStore> store = new AtomicReference<>();
-    try (ServiceUnderTest s = withFaultyStore(store, ServiceUnderTest.testConfig(Duration.ofMillis(1500)))) {
+    try (ServiceUnderTest s = withFaultyStore(store, ServiceUnderTest.testConfig(Duration.ofMillis(2500)))) {
       String stream = Wire.chatStream(Wire.usage(50, 4, 50L), "a");
       ExchangeHandle g =
           s.envoy.start(
@@ -267,11 +302,20 @@ class FaultInjectionTest {
       g.releaseResponseBody();
       store.get().firstAwait().get(5, TimeUnit.SECONDS);
       assertThat(s.store.waiters()).as("the generation exchange waits").isEqualTo(1);
+      if (pastTheMessageTimeout) {
+        Thread.sleep(s.config.grpc().envoyMessageTimeout().toMillis() + 300);
+      }
       ExchangeResult r = g.resetDownstream().awaitResult();
       assertThat(r.clientResponse().reset()).isTrue();
+      assertThat(r.stats().get(EnvoyStats.MESSAGE_TIMEOUTS)).isZero();
+      if (pastTheMessageTimeout) {
+        assertThat(r.stats().get(EnvoyStats.OVERRIDE_MESSAGE_TIMEOUT_RECEIVED)).as("the timer was extended").isEqualTo(1);
+      }
       s.awaitStreamsEnded();
       assertThat(s.store.waiters()).as("waiter withdrawn").isZero();
       assertThat(s.metrics.activeStreams()).as("stream closed").isZero();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET)).as("a hang-up, not Envoy's timeout").isEqualTo(1);
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.ENVOY_GAVE_UP)).isZero();
       // The context response that comes later is stored and expires unclaimed.
       assertClean(Flows.run(s.envoy, ctx("c", Wire.chatCompletion("c", Wire.usage(50, 1, 10L)))));
       assertThat(s.store.size()).isEqualTo(1);

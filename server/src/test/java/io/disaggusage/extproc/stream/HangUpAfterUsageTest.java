@@ -84,6 +84,7 @@ class HangUpAfterUsageTest {
       s.awaitStreamsEnded();
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.RESET)).as("the reset counted").isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.REWRITTEN)).isZero();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.ENVOY_GAVE_UP)).as("no reply was owed long").isZero();
       assertNoLeak(s);
     }
   }

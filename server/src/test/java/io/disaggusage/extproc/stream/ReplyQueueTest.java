@@ -12,6 +12,8 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -36,7 +38,9 @@ class ReplyQueueTest {
           gone++;
         }
       };
-  final ReplyQueue replies = new ReplyQueue(recorder(), listener);
+  long now;
+  final EnvoyTimers timers = new EnvoyTimers(Duration.ofMillis(200), () -> now);
+  final ReplyQueue replies = new ReplyQueue(recorder(), listener, timers);
 
   StreamObserver<ProcessingResponse> recorder() {
     return new StreamObserver<>() {
@@ -196,7 +200,8 @@ class ReplyQueueTest {
               @Override
               public void onCompleted() {}
             },
-            listener);
+            listener,
+            timers);
     cancelled.complete(cancelled.open(RequestCase.RESPONSE_TRAILERS), EnvoyMessages.trailers(false));
     assertThat(gone).isEqualTo(1);
 
@@ -215,5 +220,43 @@ class ReplyQueueTest {
     assertThat(sent.get(0).hasResponseHeaders()).as("the lookup's reply answers the headers message").isTrue();
     assertThat(sent.get(1).hasResponseBody()).isTrue();
     assertThat(headers.answered()).isTrue();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // What Envoy's timers hear from the queue
+
+  @Test
+  void aHeldReplyThatGoesOutAfterEnvoysTimeoutTellsTheTimersEnvoyGaveUp() {
+    ReplyQueue.Slot held = replies.open(responseBody("the usage"));
+    replies.hold(held);
+    now += TimeUnit.MILLISECONDS.toNanos(EnvoyTimersTest.RUNS_OUT - 1);
+    assertThat(timers.gaveUp()).isFalse();
+    now += TimeUnit.MILLISECONDS.toNanos(1);
+    replies.complete(held, EnvoyMessages.body(false, null, null));
+    assertThat(sent).hasSize(1);
+    replies.close();
+    assertThat(timers.gaveUp()).isTrue();
+  }
+
+  @Test
+  void aReplyStopsTheTimerOfEverythingEnvoySentBeforeIt() {
+    replies.complete(replies.open(responseBody("chunk")), EnvoyMessages.body(false, null, null));
+    // the empty end, right behind: Envoy may have sent it before the reply reached it
+    replies.open(ProcessingRequest.newBuilder().setResponseBody(HttpBody.newBuilder().setEndOfStream(true)).build());
+    now += TimeUnit.SECONDS.toNanos(2);
+    assertThat(replies.close()).isTrue();
+    assertThat(timers.gaveUp()).as("a timer would have ended the stream long before").isFalse();
+  }
+
+  @Test
+  void theStreamEndingWithATimedReplyOverdueIsAGiveUpAndAnExtensionPutsItOff() {
+    replies.open(RequestCase.RESPONSE_HEADERS);
+    replies.extendTimer(1_000);
+    assertThat(sent).singleElement().satisfies(r -> assertThat(r.getOverrideMessageTimeout().getSeconds()).isEqualTo(1));
+    now += TimeUnit.MILLISECONDS.toNanos(EnvoyTimersTest.EXTENSION_RUNS_OUT - 1);
+    assertThat(timers.gaveUp()).isFalse();
+    now += TimeUnit.MILLISECONDS.toNanos(1);
+    replies.close();
+    assertThat(timers.gaveUp()).isTrue();
   }
 }

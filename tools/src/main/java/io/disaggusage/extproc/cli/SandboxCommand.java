@@ -64,8 +64,9 @@ public final class SandboxCommand implements Callable<Integer> {
       paramLabel = "DURATION",
       converter = DurationConverter.class,
       description =
-          "Replaces the ext_proc filter's message_timeout (default: the shipped 200ms). Raise it only on a"
-              + " machine so busy that the service cannot answer in time.")
+          "Replaces the ext_proc filter's message_timeout (default: the shipped 200ms), and the service's"
+              + " grpc.envoy_message_timeout with it. Raise it only on a machine so busy that the service"
+              + " cannot answer in time.")
   Duration messageTimeout;
 
   @ParentCommand CommandEnvironment parent;

@@ -27,7 +27,7 @@ public final class ExchangeResult {
     SERVER_CLOSED_OK,
     /** The server finished the call with an error status. */
     SERVER_FAILED,
-    /** The downstream client aborted; Envoy reset the stream without a half-close. */
+    /** The downstream client aborted; Envoy half-closed and reset the stream, as it does on its message timeout. */
     RESET_BY_DOWNSTREAM
   }
 

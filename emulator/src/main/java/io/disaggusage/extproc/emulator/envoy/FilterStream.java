@@ -1300,12 +1300,17 @@ final class FilterStream {
     streamDone = true;
     streamEnd = StreamEnd.CLOSED_BY_ENVOY;
     inc(EnvoyStats.STREAMS_CLOSED);
+    halfCloseAndCancel("envoy closed the ext_proc stream");
+  }
+
+  /** How Envoy ends an ext_proc stream, whatever the reason: a half-close, then a reset. */
+  private void halfCloseAndCancel(String reason) {
     try {
       call.onCompleted();
     } catch (RuntimeException ignored) {
       // the call may already be closed by the transport
     }
-    call.cancel("envoy closed the ext_proc stream", null);
+    call.cancel(reason, null);
   }
 
   private void onGrpcCompleted() {
@@ -1423,6 +1428,11 @@ final class FilterStream {
     finish();
   }
 
+  /**
+   * The client hung up. Envoy ends the ext_proc stream as on its message timeout: it half-closes, then
+   * cancels (measured with Envoy 1.36 and 1.40), so the stream's end alone does not tell the processor
+   * which it was.
+   */
   void downstreamReset() {
     if (finished) {
       return;
@@ -1432,7 +1442,7 @@ final class FilterStream {
     if (call != null && !streamDone) {
       streamDone = true;
       streamEnd = StreamEnd.RESET_BY_DOWNSTREAM;
-      call.cancel("downstream reset", null);
+      halfCloseAndCancel("downstream reset");
     }
     finish();
   }

@@ -148,8 +148,9 @@ class FakeEnvoyFailureTest extends FakeEnvoyTestSupport {
     assertThat(r.stats().failureModeAllowed()).isEqualTo(1);
   }
 
+  /** As real Envoy 1.36 and 1.40 were measured to: the same sequence as on a message timeout. */
   @Test
-  void downstreamResetCancelsTheStreamWithoutHalfClose() throws Exception {
+  void downstreamResetHalfClosesThenCancelsTheStream() throws Exception {
     ScriptedProcessor server = ScriptedProcessor.passThrough();
     FakeEnvoy envoy = envoy(server, streamedResponse().build(), EnvoyProfile.V1_36);
 
@@ -161,7 +162,7 @@ class FakeEnvoyFailureTest extends FakeEnvoyTestSupport {
     assertThat(r.streamEnd()).isEqualTo(ExchangeResult.StreamEnd.RESET_BY_DOWNSTREAM);
     ScriptedProcessor.Stream stream = server.stream(0);
     assertThat(stream.cancelled.get(2, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.CANCELLED);
-    assertThat(stream.halfClosed).isNotDone();
+    assertThat(stream.ends).containsExactly("half-close", "cancel");
   }
 
   @Test

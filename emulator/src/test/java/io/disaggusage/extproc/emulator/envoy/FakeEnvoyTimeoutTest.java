@@ -46,7 +46,8 @@ class FakeEnvoyTimeoutTest extends FakeEnvoyTestSupport {
 
   @Test
   void failOpenTimeoutContinuesUnprocessed() throws Exception {
-    FakeEnvoy envoy = envoy(silentOnResponse(), timeouts(100, 0).setFailureModeAllow(true).build(), EnvoyProfile.V1_36);
+    ScriptedProcessor server = silentOnResponse();
+    FakeEnvoy envoy = envoy(server, timeouts(100, 0).setFailureModeAllow(true).build(), EnvoyProfile.V1_36);
 
     ExchangeResult r = envoy.execute(Exchange.post("/x", "{}").responseBody("original").build());
 
@@ -55,6 +56,10 @@ class FakeEnvoyTimeoutTest extends FakeEnvoyTestSupport {
     assertThat(r.stats().messageTimeouts()).isEqualTo(1);
     assertThat(r.stats().failureModeAllowed()).isEqualTo(1);
     assertThat(r.messagesSent().stream().noneMatch(m -> m.hasResponseBody())).isTrue();
+    // The end looks as a client's hang-up does (FakeEnvoyFailureTest): a half-close, then a reset.
+    ScriptedProcessor.Stream stream = server.stream(0);
+    stream.cancelled.get(2, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(stream.ends).containsExactly("half-close", "cancel");
   }
 
   /** Answers the first response chunk (rewritten), then goes silent. */

@@ -119,11 +119,13 @@ public final class ScriptedProcessor implements ExternalProcessorGrpc.AsyncServi
 
       @Override
       public void onError(Throwable t) {
+        stream.ended("cancel");
         stream.cancelled.complete(Status.fromThrowable(t));
       }
 
       @Override
       public void onCompleted() {
+        stream.ended("half-close");
         stream.halfClosed.complete(null);
       }
     };
@@ -140,6 +142,8 @@ public final class ScriptedProcessor implements ExternalProcessorGrpc.AsyncServi
     public final CompletableFuture<Void> halfClosed = new CompletableFuture<>();
     /** Completes with CANCELLED when Envoy resets the stream. */
     public final CompletableFuture<Status> cancelled = new CompletableFuture<>();
+    /** How the stream's end reached the server, in order: {@code half-close}, {@code cancel}. */
+    public final List<String> ends = new CopyOnWriteArrayList<>();
     /** Scratch space for scripts that keep per-stream state. */
     public final Map<String, Object> state = Collections.synchronizedMap(new HashMap<>());
     private boolean closed;
@@ -148,7 +152,17 @@ public final class ScriptedProcessor implements ExternalProcessorGrpc.AsyncServi
       this.out = out;
       this.headers = headers;
       this.authority = authority;
-      out.setOnCancelHandler(() -> cancelled.complete(Status.CANCELLED));
+      // grpc-java calls onError for a cancel only before a half-close; this handler hears both
+      out.setOnCancelHandler(() -> {
+        ended("cancel");
+        cancelled.complete(Status.CANCELLED);
+      });
+    }
+
+    private synchronized void ended(String how) {
+      if (!ends.contains(how)) {
+        ends.add(how);
+      }
     }
 
     public List<ProcessingRequest> received() {

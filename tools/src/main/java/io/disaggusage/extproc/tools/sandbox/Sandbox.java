@@ -162,17 +162,22 @@ public final class Sandbox implements AutoCloseable {
     readyAfter = Duration.ofMillis(ManagementFactory.getRuntimeMXBean().getUptime());
   }
 
-  /** The service's defaults, on loopback, told the worker clusters as the shipped bootstrap's comment says. */
+  /**
+   * The service's defaults, on loopback, told the worker clusters as the shipped bootstrap's comment says,
+   * and Envoy's {@code message_timeout} when {@code --message-timeout} replaced it.
+   */
   private Config serviceConfig(SandboxPorts ports) {
     List<Setting> settings =
-        List.of(
-            setting("grpc.listen", "127.0.0.1"),
-            setting("grpc.port", Integer.toString(ports.serviceGrpc())),
-            setting("admin.port", Integer.toString(ports.serviceAdmin())),
-            setting("classification.context_clusters", clusters(Leg.CONTEXT)),
-            setting("classification.generation_clusters", clusters(Leg.GENERATION)),
-            // Envoy is stopped first: there is nothing left to drain
-            setting("shutdown.drain_timeout", "1s"));
+        new ArrayList<>(
+            List.of(
+                setting("grpc.listen", "127.0.0.1"),
+                setting("grpc.port", Integer.toString(ports.serviceGrpc())),
+                setting("admin.port", Integer.toString(ports.serviceAdmin())),
+                setting("classification.context_clusters", clusters(Leg.CONTEXT)),
+                setting("classification.generation_clusters", clusters(Leg.GENERATION)),
+                // Envoy is stopped first: there is nothing left to drain
+                setting("shutdown.drain_timeout", "1s")));
+    messageTimeout.ifPresent(t -> settings.add(setting("grpc.envoy_message_timeout", t.toMillis() + "ms")));
     try {
       return ConfigLoader.load(null, Map.of(), settings);
     } catch (ConfigException e) {
