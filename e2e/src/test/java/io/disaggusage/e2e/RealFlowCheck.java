@@ -56,12 +56,10 @@ final class RealFlowCheck {
       usages.add(new Usage(RouterClients.parseJson(body).path("usage"), false));
       return usages;
     }
-    for (String line : body.split("\n")) {
-      if (line.startsWith("data: {")) {
-        JsonNode event = RouterClients.parseJson(line.substring("data: ".length()));
-        if (event.hasNonNull("usage")) {
-          usages.add(new Usage(event.get("usage"), event.path("choices").size() > 0));
-        }
+    for (String data : WireShape.data(body)) {
+      JsonNode event = RouterClients.parseJson(data);
+      if (event.hasNonNull("usage")) {
+        usages.add(new Usage(event.get("usage"), event.path("choices").size() > 0));
       }
     }
     return usages;
