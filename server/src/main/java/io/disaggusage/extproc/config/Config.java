@@ -164,9 +164,13 @@ public record Config(
    *
    * @param contextWait deadline for concurrent / generation-first flows
    * @param fallback what to emit when the deadline passes
+   * @param clampWithoutContext read a generation response that has no context usage, so that a count
+   *     in it that cannot be true is clamped (behaviour.md §2); false: such a response passes unread
    */
   public record Ordering(
-      @Default("2s") Duration contextWait, @Default("passthrough") Fallback fallback) {}
+      @Default("2s") Duration contextWait,
+      @Default("passthrough") Fallback fallback,
+      @Default("true") boolean clampWithoutContext) {}
 
   /** {@code store.type}. */
   public enum StoreType {

@@ -24,8 +24,9 @@ import java.util.concurrent.TimeUnit;
  * The generation leg: finds the context usage (carried in the request, in the store at once, or by
  * waiting for it when the rewriter needs it) and has the response's usage rewritten with it. The only
  * leg that waits: the last reply is held until the context usage lands or the deadline passes, with
- * Envoy's message timer extended meanwhile. Without context usage the response is not read, unless it
- * must lose a usage event the service's own request edit caused.
+ * Envoy's message timer extended meanwhile. Without context usage the response is read only for what
+ * no context is needed for: clamping a count that cannot be true ({@code ordering.clamp_without_context})
+ * and taking out a usage event the service's own request edit caused.
  */
 final class GenerationLeg implements Leg {
   private static final long TIMER_MARGIN_MILLIS = 200;
@@ -56,6 +57,8 @@ final class GenerationLeg implements Leg {
   private GenerationRewriter rewriter;
   private CompletableFuture<ContextLookup> contextWait;
   private long contextWaitStart;
+  /** The outcome of a response read although it has no context usage; null when it has some. */
+  private Outcome withoutContext;
   /** {@link GenerationRewriter#usageReleased} when metadata last went out with a reply. */
   private int usagePublished;
   private boolean abandoned;
@@ -118,11 +121,14 @@ final class GenerationLeg implements Leg {
   }
 
   /**
-   * No context usage: the response passes unread, or, when it must lose the usage event the service
-   * itself asked for, read and passed as the worker sent it, less that event.
+   * No context usage: the response is read and passed as the worker sent it, less a usage event the
+   * service itself asked for and with a count that cannot be true clamped; or, with the clamp turned
+   * off and nothing to take out, it passes unread. Either way it counts as {@code outcome} (or
+   * {@code impossible_count}).
    */
   private void withoutContext(ReplyQueue.Slot slot, Outcome outcome) {
-    if (start.removesInjectedUsage()) {
+    if (start.removesInjectedUsage() || services.config().ordering().clampWithoutContext()) {
+      withoutContext = outcome;
       rewrite(slot, null);
       rewriter.resolveContext(null, outcome);
       return;
@@ -246,7 +252,7 @@ final class GenerationLeg implements Leg {
 
   /** The last reply: the final report goes out with it as metadata, and is counted. */
   private void complete(ReplyQueue.Slot slot, byte[] original, byte[] ready) {
-    ExchangeReport report = rewriter.report();
+    ExchangeReport report = report();
     Struct metadata = UsageMetadata.of(namespace(), report, record.model());
     ProcessingResponse reply = replies.bodyReply(original, ready, metadata);
     record.countGeneration(report); // after the reply is built: bytes_out includes it
@@ -266,7 +272,22 @@ final class GenerationLeg implements Leg {
       return null;
     }
     usagePublished = released;
-    return UsageMetadata.of(namespace(), rewriter.report(), record.model());
+    return UsageMetadata.of(namespace(), report(), record.model());
+  }
+
+  /**
+   * The rewriter's report; for a response read without context usage, under the reason it had none
+   * unless a count was clamped or the rewrite failed: a body without usage or one that does not parse is still, first of
+   * all, an exchange that found no context usage, and the operator looking for those must see it.
+   */
+  private ExchangeReport report() {
+    ExchangeReport report = rewriter.report();
+    if (withoutContext == null
+        || report.outcome() == Outcome.IMPOSSIBLE_COUNT
+        || report.outcome() == Outcome.ERROR) {
+      return report;
+    }
+    return new ExchangeReport(withoutContext, report.figures(), false, report.model());
   }
 
   private String namespace() {
@@ -296,7 +317,7 @@ final class GenerationLeg implements Leg {
       return;
     }
     if (rewriter != null && !abandoned && rewriter.usageReleased() > 0) {
-      record.countGeneration(rewriter.report());
+      record.countGeneration(report());
       return;
     }
     record.report(uncounted, Outcome.RESET);

@@ -143,7 +143,7 @@ class ConfigLoaderTest {
             new Config.Classification(
                 List.of("prefill-a", "prefill-b"), List.of("decode-a"), List.of("/v1/chat/completions"), false, false));
     assertThat(config.ordering())
-        .isEqualTo(new Config.Ordering(Duration.ofMillis(750), Config.Fallback.PASSTHROUGH));
+        .isEqualTo(new Config.Ordering(Duration.ofMillis(750), Config.Fallback.PASSTHROUGH, true));
     assertThat(config.store())
         .isEqualTo(
             new Config.Store(
@@ -253,6 +253,7 @@ class ConfigLoaderTest {
     changed.put("classification.trust_id_header", "true");
     changed.put("ordering.context_wait", "3s");
     changed.put("ordering.fallback", "passthrough");
+    changed.put("ordering.clamp_without_context", "false");
     changed.put("store.type", "memory");
     changed.put("store.ttl", "1h");
     changed.put("store.redis_uri", "redis://other:1");
@@ -300,7 +301,7 @@ class ConfigLoaderTest {
                         Duration.ofMillis(250))),
                 new Config.Admin(2),
                 new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false, true),
-                new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH),
+                new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH, false),
                 new Config.Store(
                     Config.StoreType.MEMORY,
                     Duration.ofHours(1),

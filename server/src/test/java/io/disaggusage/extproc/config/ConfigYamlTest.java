@@ -119,7 +119,7 @@ class ConfigYamlTest {
             new Config.Admin(65535),
             new Config.Classification(
                 awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false, true),
-            new Config.Ordering(Duration.ofMillis(1500), Config.Fallback.PASSTHROUGH),
+            new Config.Ordering(Duration.ofMillis(1500), Config.Fallback.PASSTHROUGH, true),
             new Config.Store(
                 Config.StoreType.MEMORY,
                 Duration.ofNanos(90_000_000_001L),

@@ -76,13 +76,27 @@ class PassThroughScenarioTest {
   }
 
   @Test
-  void contextFirstMissIsDecidedAtHeadersWithOutcomeAndModelOnly() throws Exception {
+  void contextFirstMissIsReadOnlyForImpossibleCountsAndCarriesTheWorkersOwnNumbers() throws Exception {
     try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
       // TRTLLM_DISAGG_BENCHMARK_GEN_ONLY: generation_only with ctx_request_id 1 and no context call.
-      ExchangeResult r =
-          Flows.run(
-              s.envoy,
-              generation("{\"model\":\"llama\",\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":1}}"));
+      ExchangeResult r = Flows.run(s.envoy, generationOnlyWithoutContext());
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
+      assertThat(r.clientResponse().header("content-length")).isEmpty();
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("passthrough_no_context");
+      // Read, the response names its model, as in a rewritten exchange; unread, the request did.
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:model)%")).isEqualTo(Wire.MODEL);
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:corrected)%")).isEqualTo("false");
+      assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:cached_tokens)%")).isEqualTo("50");
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT)).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void contextFirstMissWithoutTheClampIsDecidedAtHeadersWithOutcomeAndModelOnly() throws Exception {
+    Config config = ServiceUnderTest.withoutClamp(ServiceUnderTest.testConfig());
+    try (ServiceUnderTest s = new ServiceUnderTest(config)) {
+      ExchangeResult r = Flows.run(s.envoy, generationOnlyWithoutContext());
       assertClean(r);
       assertThat(r.clientResponse().bodyUtf8()).isEqualTo(GEN_BODY);
       assertThat(responseBodyMessages(r)).isZero();
@@ -91,6 +105,56 @@ class PassThroughScenarioTest {
       assertThat(r.dynamicMetadataValue("disagg_usage", "cached_tokens")).isEmpty();
       assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT)).isEqualTo(1);
     }
+  }
+
+  @Test
+  void aCountThatCannotBeTrueIsClampedWithoutContextUsageInJsonAndSse() throws Exception {
+    try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
+      // A client forging remote_prefill_cached_tokens through a router that merges its params (vLLM
+      // #58728), on a flow whose context leg was never seen: the worker's count is all there is.
+      ExchangeResult json =
+          Flows.run(
+              s.envoy,
+              generationOnlyWithoutContext().responseBody(Wire.chatCompletion("g", Wire.usage(50, 5, -5L))));
+      ExchangeResult sse =
+          Flows.run(
+              s.envoy,
+              Exchange.post(PATH, GENERATION_ONLY)
+                  .responseHeader("content-type", "text/event-stream")
+                  .responseBody(Wire.chatStream(Wire.usage(50, 2, 9999L), "a", "b")));
+      assertClean(json);
+      assertClean(sse);
+      assertThat(OpenAiClientView.chatCompletion(json.clientResponse().bodyUtf8()).cached()).isZero();
+      assertThat(json.clientResponse().bodyUtf8())
+          .isEqualTo(Wire.chatCompletion("g", Wire.usage(50, 5, 0L)));
+      assertThat(sse.clientResponse().bodyUtf8()).isEqualTo(Wire.chatStream(Wire.usage(50, 2, 50L), "a", "b"));
+      for (ExchangeResult r : List.of(json, sse)) {
+        assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("impossible_count");
+        assertThat(r.accessLog("%DYNAMIC_METADATA(disagg_usage:corrected)%")).isEqualTo("true");
+      }
+      assertThat(json.accessLog("%DYNAMIC_METADATA(disagg_usage:reported_cached_tokens)%")).isEqualTo("-5");
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.IMPOSSIBLE_COUNT)).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void withoutTheClampACountThatCannotBeTruePassesUnreadWithoutContextUsage() throws Exception {
+    Config config = ServiceUnderTest.withoutClamp(ServiceUnderTest.testConfig());
+    try (ServiceUnderTest s = new ServiceUnderTest(config)) {
+      String forged = Wire.chatCompletion("g", Wire.usage(50, 5, -5L));
+      ExchangeResult r = Flows.run(s.envoy, generationOnlyWithoutContext().responseBody(forged));
+      assertClean(r);
+      assertThat(r.clientResponse().bodyUtf8()).isEqualTo(forged);
+      assertThat(responseBodyMessages(r)).isZero();
+      assertThat(s.metrics.exchangeCount(Phase.GENERATION, Outcome.PASSTHROUGH_NO_CONTEXT)).isEqualTo(1);
+    }
+  }
+
+  private static final String GENERATION_ONLY =
+      "{\"model\":\"llama\",\"disaggregated_params\":{\"request_type\":\"generation_only\",\"ctx_request_id\":1}}";
+
+  private static Exchange.Builder generationOnlyWithoutContext() {
+    return generation(GENERATION_ONLY);
   }
 
   @Test

@@ -176,7 +176,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.admin(),
         new Config.Classification(
             List.of(CONTEXT_CLUSTER), List.of(GENERATION_CLUSTER), d.classification().paths(), true, false),
-        new Config.Ordering(contextWait, Config.Fallback.PASSTHROUGH),
+        new Config.Ordering(contextWait, Config.Fallback.PASSTHROUGH, true),
         d.store(),
         d.metadata(),
         d.limits(),
@@ -187,6 +187,23 @@ public final class ServiceUnderTest implements AutoCloseable {
 
   public static Config testConfig() {
     return testConfig(Duration.ofMillis(1500));
+  }
+
+  /** {@code config} with {@code ordering.clamp_without_context} off. */
+  public static Config withoutClamp(Config config) {
+    Config.Ordering o = config.ordering();
+    return new Config(
+        config.grpc(),
+        config.admin(),
+        config.classification(),
+        new Config.Ordering(o.contextWait(), o.fallback(), false),
+        config.store(),
+        config.metadata(),
+        config.limits(),
+        config.metrics(),
+        config.logging(),
+        config.shutdown(),
+        config.streaming());
   }
 
   /**

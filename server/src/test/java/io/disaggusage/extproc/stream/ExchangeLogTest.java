@@ -166,8 +166,11 @@ class ExchangeLogTest {
         .containsEntry("bytes_out", Integer.toString(broken.length()));
     assertThat(summaryFor(summaries, "xrid:log-orphan", "generation"))
         .containsEntry("outcome", "passthrough_no_context")
-        .containsEntry("prompt", "-")
-        .containsEntry("bytes_in", "0");
+        .containsEntry("prompt", "50")
+        .containsEntry("reported_cached", "50")
+        .containsEntry("corrected", "false")
+        .containsEntry("bytes_in", Integer.toString(genJson.length()))
+        .containsEntry("bytes_out", Integer.toString(genJson.length()));
     assertThat(summaryFor(summaries, "-", "none")).containsEntry("outcome", "not_disaggregated");
 
     // Client-supplied text is bounded: no line breaks, at most 64 characters.
