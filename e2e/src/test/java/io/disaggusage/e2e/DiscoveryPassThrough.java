@@ -8,8 +8,9 @@ import java.util.List;
 
 /**
  * The health and discovery calls a router makes pass through Envoy and the service untouched: the workers
- * received them, Envoy logged them without usage metadata, the service counted none of them, and the same
- * GET through an Envoy listener returns the worker's own status and bytes.
+ * received them, Envoy logged them without usage metadata, the service counted each as what it is (phase
+ * {@code none}, {@code not_disaggregated}) and none as a context or generation exchange, and the same GET
+ * through an Envoy listener returns the worker's own status and bytes.
  */
 final class DiscoveryPassThrough {
   private DiscoveryPassThrough() {}
@@ -23,13 +24,22 @@ final class DiscoveryPassThrough {
     for (String path : decodeProbes) {
       assertThat(deployment.decode.log().probeCount(path)).as("decode " + path).isPositive();
     }
+    long probesLogged = 0;
     for (EnvoyProcess envoy : List.of(deployment.prefillEnvoy, deployment.decodeEnvoy)) {
-      assertThat(envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")))
+      List<AccessLogLine> probes =
+          envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")).toList();
+      assertThat(probes)
           .as("the probes Envoy passed carry no usage metadata")
           .isNotEmpty()
           .allSatisfy(line -> assertThat(line.field("usage_outcome")).isEqualTo("-"));
+      probesLogged += probes.size();
     }
-    ServiceMetrics.assertAllCorrected(deployment.service, completions); // no probe counted: only the completions
+    // Read after the access logs: every probe logged by then had been counted (at its request headers).
+    assertThat(ServiceMetrics.exchanges(deployment.service, "none"))
+        .as("each probe is counted as not disaggregated")
+        .containsOnlyKeys("not_disaggregated")
+        .hasEntrySatisfying("not_disaggregated", n -> assertThat(n).isGreaterThanOrEqualTo(probesLogged));
+    ServiceMetrics.assertAllCorrected(deployment.service, completions); // only the completions are generations
     assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
         .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
     for (String path : List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info")) {

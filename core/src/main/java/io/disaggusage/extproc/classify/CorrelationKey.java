@@ -18,7 +18,14 @@ public record CorrelationKey(Source source, String value) {
     /** SGLang {@code bootstrap_host} + {@code bootstrap_room}. */
     SGLANG("sgl", "SGLang bootstrap room"),
     /** Request header {@code x-request-id} (vLLM proxies, llm-d sidecars). */
-    REQUEST_ID("xrid", "x-request-id");
+    REQUEST_ID("xrid", "x-request-id"),
+    /** {@code kv_transfer_params.transfer_id}, minted by a router for both legs (SMG's Mooncake mode). */
+    TRANSFER_ID("kvt", "kv_transfer_params.transfer_id"),
+    /**
+     * vLLM's {@code kv_transfer_params.remote_request_id}: the prefill response names its request, and
+     * the router relays it in the decode request (NIXL: the toy proxy, vllm-router, llm-d, SMG).
+     */
+    REMOTE_REQUEST_ID("kvr", "kv_transfer_params.remote_request_id");
 
     private final String prefix;
     private final String description;

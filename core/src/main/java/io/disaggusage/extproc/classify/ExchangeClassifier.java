@@ -105,7 +105,10 @@ public final class ExchangeClassifier {
     return Phase.NONE;
   }
 
-  /** Keys from the first source that has any (behaviour.md §3, correlation). */
+  /**
+   * Keys from the first source that has any, except vLLM's, which are all kept: an {@code x-request-id}
+   * is first, and where the legs' ids differ the KV transfer joins them (behaviour.md §3, correlation).
+   */
   private List<CorrelationKey> keys(RequestHead head, RequestFacts facts, Phase phase) {
     List<CorrelationKey> keys = new ArrayList<>(2);
     add(keys, Source.HEADER, head.header(ID_HEADER));
@@ -131,7 +134,14 @@ public final class ExchangeClassifier {
         return keys;
       }
     }
+    // vLLM: the id a router shares, then what the KV transfer itself shares, where no id is shared
+    // (SMG sends none, and Envoy then gives each leg its own). A context leg learns its
+    // remote_request_id from its response (ContextStoreKeys); the decode request carries it back.
     add(keys, Source.REQUEST_ID, head.header(REQUEST_ID_HEADER));
+    add(keys, Source.TRANSFER_ID, facts.kvTransferId());
+    if (phase == Phase.GENERATION) {
+      add(keys, Source.REMOTE_REQUEST_ID, facts.kvRemoteRequestId());
+    }
     return keys;
   }
 

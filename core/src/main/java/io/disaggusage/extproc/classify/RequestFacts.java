@@ -16,6 +16,10 @@ import io.disaggusage.extproc.usage.ContextUsage;
  * @param trtCtxUsage {@code disaggregated_params.ctx_usage}: the context usage, carried in the request
  * @param remoteDecode vLLM {@code kv_transfer_params.do_remote_decode} is {@code true} (context leg)
  * @param remotePrefill vLLM {@code kv_transfer_params.do_remote_prefill} is {@code true} (generation)
+ * @param kvRemoteRequestId vLLM {@code kv_transfer_params.remote_request_id}: in a decode request, the
+ *     prefill's handle that its response returned and a router relayed
+ * @param kvTransferId {@code kv_transfer_params.transfer_id}: one id a router (SMG's Mooncake mode) mints
+ *     for both legs
  * @param bootstrapRoom SGLang {@code bootstrap_room}: the id, or for an array (n>1 or a batch) a
  *     digest of all its elements, {@code batch<n>:<sha-256 hex>} ({@link BatchDigest})
  * @param bootstrapHost SGLang {@code bootstrap_host}, or the digest of a {@code bootstrap_host} array
@@ -34,6 +38,8 @@ public record RequestFacts(
     ContextUsage trtCtxUsage,
     boolean remoteDecode,
     boolean remotePrefill,
+    String kvRemoteRequestId,
+    String kvTransferId,
     String bootstrapRoom,
     String bootstrapHost,
     boolean bootstrapBatched,
@@ -42,5 +48,6 @@ public record RequestFacts(
 
   /** No body was read (or it said nothing). */
   public static final RequestFacts NONE =
-      new RequestFacts(null, null, null, null, null, null, null, false, false, null, null, false, false, null);
+      new RequestFacts(
+          null, null, null, null, null, null, null, false, false, null, null, null, null, false, false, null);
 }

@@ -50,7 +50,9 @@ final class RequestFactsBuilder {
     CTX_REQUEST_ID(true),
     SCHEDULE_STYLE(true),
     REMOTE_DECODE(false),
-    REMOTE_PREFILL(false);
+    REMOTE_PREFILL(false),
+    KV_REMOTE_REQUEST_ID(true),
+    KV_TRANSFER_ID(true);
 
     final boolean text;
 
@@ -80,6 +82,8 @@ final class RequestFactsBuilder {
   private ContextUsage ctxUsage;
   private boolean remoteDecode;
   private boolean remotePrefill;
+  private String kvRemoteRequestId;
+  private String kvTransferId;
   private String bootstrapRoom;
   private String bootstrapHost;
   private boolean bootstrapBatched;
@@ -183,6 +187,8 @@ final class RequestFactsBuilder {
       case SCHEDULE_STYLE -> scheduleStyle = idText(kind, text);
       case REMOTE_DECODE -> remoteDecode = kind == Kind.TRUE;
       case REMOTE_PREFILL -> remotePrefill = kind == Kind.TRUE;
+      case KV_REMOTE_REQUEST_ID -> kvRemoteRequestId = kind == Kind.STRING ? text : null;
+      case KV_TRANSFER_ID -> kvTransferId = idText(kind, text);
       case NONE -> {}
     }
     return true;
@@ -207,6 +213,8 @@ final class RequestFactsBuilder {
         ctxUsage,
         remoteDecode,
         remotePrefill,
+        kvRemoteRequestId,
+        kvTransferId,
         batchRooms != null ? batchRooms.key() : bootstrapRoom,
         batchHosts != null ? batchHosts.key() : bootstrapHost,
         bootstrapBatched,
@@ -241,6 +249,8 @@ final class RequestFactsBuilder {
         return switch (field2) {
           case "do_remote_decode" -> Slot.REMOTE_DECODE;
           case "do_remote_prefill" -> Slot.REMOTE_PREFILL;
+          case "remote_request_id" -> Slot.KV_REMOTE_REQUEST_ID;
+          case "transfer_id" -> Slot.KV_TRANSFER_ID;
           default -> Slot.NONE;
         };
       }

@@ -6,7 +6,6 @@ import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageDocument;
 import java.io.ByteArrayOutputStream;
-import java.util.List;
 
 /**
  * Observes a non-streaming context response: every chunk is forwarded unchanged at once, a copy is
@@ -20,8 +19,7 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
   private final JsonUsageScanner scanner = new JsonUsageScanner(ApiShapes.usageContainers());
   private ByteArrayOutputStream copy = new ByteArrayOutputStream(4096);
   private boolean rootClosed;
-  private ContextObservation observation =
-      new ContextObservation(null, List.of(), null, Outcome.NO_USAGE);
+  private ContextObservation observation = ContextObservation.none(Outcome.NO_USAGE);
 
   public ContextJsonObserver(JsonFactory factory, int maxBodyBytes) {
     this.factory = factory;
@@ -35,7 +33,7 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
     }
     if (copy.size() + chunk.length > maxBodyBytes) {
       copy = null;
-      observation = new ContextObservation(null, List.of(), null, Outcome.OVERSIZE);
+      observation = ContextObservation.none(Outcome.OVERSIZE);
       return;
     }
     copy.write(chunk, 0, chunk.length);
@@ -83,15 +81,17 @@ public final class ContextJsonObserver extends ForwardingContextObserver {
     try {
       parsed = UsageDocument.parse(factory, doc);
     } catch (UsageDocument.MalformedException e) {
-      return new ContextObservation(null, List.of(), null, Outcome.PARSE_ERROR);
+      return ContextObservation.none(Outcome.PARSE_ERROR);
     }
     if (parsed.usage() == null || (promptlessIsNoUsage && !ApiShapes.statesPrompt(parsed.usage()))) {
-      return new ContextObservation(null, parsed.contextIds(), parsed.model(), Outcome.NO_USAGE);
+      return new ContextObservation(
+          null, parsed.contextIds(), parsed.kvRemoteRequestId(), parsed.model(), Outcome.NO_USAGE);
     }
     ContextUsage usage = ApiShapes.context(parsed.usage(), doc).orElse(null);
     return new ContextObservation(
         usage,
         parsed.contextIds(),
+        parsed.kvRemoteRequestId(),
         parsed.model(),
         usage == null ? Outcome.PARSE_ERROR : Outcome.STORED);
   }

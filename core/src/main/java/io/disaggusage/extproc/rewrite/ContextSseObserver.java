@@ -158,6 +158,6 @@ public final class ContextSseObserver extends ForwardingContextObserver {
 
   @Override
   public ContextObservation observation() {
-    return new ContextObservation(usage, ids, model, outcome);
+    return new ContextObservation(usage, ids, null, model, outcome);
   }
 }

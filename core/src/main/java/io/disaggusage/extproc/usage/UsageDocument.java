@@ -22,11 +22,18 @@ import java.util.Set;
  * @param contextIds TensorRT-LLM {@code ctx_request_id} / {@code disagg_request_id} values found in
  *     {@code choices[0].disaggregated_params} or top-level {@code disaggregated_params}, as exact
  *     decimal (or string) text
+ * @param kvRemoteRequestId the root's {@code kv_transfer_params.remote_request_id} string: the handle by
+ *     which a vLLM prefill response names its KV transfer, which the decode request carries back; or null
  * @param carriesContent the root's {@code choices} is a non-empty array: a stream event whose usage is
  *     the running usage of a content event (vLLM's {@code continuous_usage_stats}, or the first of the
  *     two events vLLM may split its final usage over), not the stream's usage-only event
  */
-public record UsageDocument(JsonObjectView usage, String model, List<String> contextIds, boolean carriesContent) {
+public record UsageDocument(
+    JsonObjectView usage,
+    String model,
+    List<String> contextIds,
+    String kvRemoteRequestId,
+    boolean carriesContent) {
 
   private static final Set<String> DETAIL_KEYS = ApiShapes.usageDetailObjects();
   private static final Set<String> CONTAINERS = ApiShapes.usageContainers();
@@ -62,7 +69,8 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
       if (p.nextToken() != null) {
         throw new MalformedException("trailing content after the JSON object", null);
       }
-      return new UsageDocument(walk.usage, walk.model, List.copyOf(walk.ids), walk.choices > 0);
+      return new UsageDocument(
+          walk.usage, walk.model, List.copyOf(walk.ids), walk.kvRemoteRequestId, walk.choices > 0);
     } catch (IOException | RuntimeException e) {
       throw new MalformedException("malformed JSON: " + e.getClass().getSimpleName(), e);
     }
@@ -115,6 +123,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
     String model;
     int choices; // elements of the root's last choices array
     final List<String> ids = new ArrayList<>(2);
+    String kvRemoteRequestId;
 
     /** The root object, whose opening brace the parser has just read. */
     void root(JsonParser p) throws IOException {
@@ -124,6 +133,7 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
           case "model" -> model(p, value);
           case "choices" -> choices(p, value);
           case "disaggregated_params" -> ids(p, value);
+          case "kv_transfer_params" -> kvTransfer(p, value);
           default -> {
             if (CONTAINERS.contains(name)) {
               container(p, value);
@@ -188,6 +198,19 @@ public record UsageDocument(JsonObjectView usage, String model, List<String> con
         }
         first = false;
       }
+    }
+
+    /** The last {@code remote_request_id} of the root's {@code kv_transfer_params}, when a string. */
+    void kvTransfer(JsonParser p, JsonToken value) throws IOException {
+      if (value != JsonToken.START_OBJECT) {
+        kvRemoteRequestId = null; // the last member wins, including a null one
+      }
+      eachMember(p, value, (name, inner) -> {
+        if (name.equals("remote_request_id")) {
+          kvRemoteRequestId = inner == JsonToken.VALUE_STRING ? p.getText() : null;
+        }
+        p.skipChildren();
+      });
     }
 
     void ids(JsonParser p, JsonToken value) throws IOException {

@@ -26,7 +26,38 @@ class ExchangeClassifierTest {
   }
 
   static RequestFacts facts(String requestType, String disagg, String ctx, String style) {
-    return new RequestFacts(null, null, requestType, disagg, ctx, style, null, false, false, null, null, false, false, null);
+    return new RequestFacts(
+        null, null, requestType, disagg, ctx, style, null, false, false, null, null, null, null, false, false, null);
+  }
+
+  static RequestFacts vllm(boolean remoteDecode, boolean remotePrefill, String remoteRequestId, String transferId) {
+    return new RequestFacts(
+        null, null, null, null, null, null, null, remoteDecode, remotePrefill, remoteRequestId, transferId, null,
+        null, false, false, null);
+  }
+
+  @Test
+  void vllmLegsKeepTheirRequestIdFirstAndAddWhatTheKvTransferShares() {
+    CorrelationKey xrid = new CorrelationKey(Source.REQUEST_ID, "envoy-2");
+    CorrelationKey kvr = new CorrelationKey(Source.REMOTE_REQUEST_ID, "chatcmpl-envoy-1-0a1b2c3d");
+    CorrelationKey kvt = new CorrelationKey(Source.TRANSFER_ID, "t-9");
+    // NIXL: the decode request carries the prefill's handle back; the prefill request has none yet.
+    Classification decode =
+        CLASSIFIER.classify(head(null, "x-request-id", "envoy-2"), vllm(false, true, kvr.value(), null));
+    assertThat(decode.keys()).containsExactly(xrid, kvr);
+    assertThat(decode.ordering()).isEqualTo(Ordering.CONTEXT_FIRST);
+    assertThat(CLASSIFIER.classify(head(null), vllm(false, true, kvr.value(), null)).keys()).containsExactly(kvr);
+    Classification prefill =
+        CLASSIFIER.classify(head(null, "x-request-id", "envoy-1"), vllm(true, false, "ignored", null));
+    assertThat(prefill.keys()).containsExactly(new CorrelationKey(Source.REQUEST_ID, "envoy-1"));
+    // Mooncake through SMG: one transfer_id minted for both legs.
+    assertThat(CLASSIFIER.classify(head(null), vllm(true, false, null, "t-9")).keys()).containsExactly(kvt);
+    assertThat(CLASSIFIER.classify(head(null, "x-request-id", "envoy-2"), vllm(false, true, null, "t-9")).keys())
+        .containsExactly(xrid, kvt);
+    // An id of another source still decides alone.
+    assertThat(
+            CLASSIFIER.classify(head(null, "x-disagg-request-id", "d"), vllm(false, true, kvr.value(), "t-9")).keys())
+        .containsExactly(new CorrelationKey(Source.HEADER, "d"));
   }
 
   @Test
@@ -75,12 +106,12 @@ class ExchangeClassifierTest {
   @Test
   void sglangRoomIsConcurrentAndVllmUsesRequestId() {
     RequestFacts sgl =
-        new RequestFacts(null, null, null, null, null, null, null, false, false, "42", "h", false, false, null);
+        new RequestFacts(null, null, null, null, null, null, null, false, false, null, null, "42", "h", false, false, null);
     Classification c = CLASSIFIER.classify(head("prefill-pool", "x-request-id", "r"), sgl);
     assertThat(c.keys()).containsExactly(new CorrelationKey(Source.SGLANG, "h|42"));
     assertThat(c.ordering()).isEqualTo(Ordering.CONCURRENT);
     RequestFacts vllm =
-        new RequestFacts(null, null, null, null, null, null, null, false, true, null, null, false, false, null);
+        vllm(false, true, null, null);
     Classification v = CLASSIFIER.classify(head(null, "x-request-id", "uuid-1"), vllm);
     assertThat(v.phase()).isEqualTo(Phase.GENERATION);
     assertThat(v.keys()).containsExactly(new CorrelationKey(Source.REQUEST_ID, "uuid-1"));

@@ -25,6 +25,11 @@ class RequestBodyScannerTest {
 
   static final String VLLM_PREFILL =
       "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,\"remote_engine_id\":null},\"max_tokens\":1}";
+  /** A decode request as the toy proxy sends it: the prefill response's params, verbatim. */
+  static final String VLLM_DECODE =
+      "{\"model\":\"m\",\"kv_transfer_params\":{\"do_remote_decode\":false,\"do_remote_prefill\":true,"
+          + "\"remote_block_ids\":[[1,2]],\"remote_engine_id\":\"e-1\",\"remote_request_id\":\"chatcmpl-x-0a1b2c3d\","
+          + "\"remote_prefill_cached_tokens\":0,\"transfer_id\":\"mc-7\"}}";
   static final String SGLANG_ROOM =
       "{\"bootstrap_host\":\"10.0.0.1\",\"bootstrap_port\":null,\"bootstrap_room\":9007199254740993}";
   static final String SGLANG_BATCH = "{\"bootstrap_room\":[1,2],\"bootstrap_host\":[\"a\",\"b\"]}";
@@ -39,7 +44,7 @@ class RequestBodyScannerTest {
 
   /** The well-formed bodies these tests use (the MessagePack reader must give the same facts for them). */
   static List<String> wellFormedBodies() {
-    return List.of(TRT_GEN, VLLM_PREFILL, SGLANG_ROOM, SGLANG_BATCH, NESTED_LOOKALIKES, OVERSIZE_CTX_USAGE, COMMA_IN_STRING);
+    return List.of(TRT_GEN, VLLM_PREFILL, VLLM_DECODE, SGLANG_ROOM, SGLANG_BATCH, NESTED_LOOKALIKES, OVERSIZE_CTX_USAGE, COMMA_IN_STRING);
   }
 
   static RequestFacts scan(String body, int[] splits) {
@@ -91,6 +96,15 @@ class RequestBodyScannerTest {
     RequestFacts p = scan(VLLM_PREFILL, new int[] {5});
     assertThat(p.remoteDecode()).isTrue();
     assertThat(p.remotePrefill()).isFalse();
+    assertThat(p.kvRemoteRequestId()).isNull();
+    assertThat(p.kvTransferId()).isNull();
+    RequestFacts d = scan(VLLM_DECODE, new int[] {40});
+    assertThat(d.remotePrefill()).isTrue();
+    assertThat(d.kvRemoteRequestId()).isEqualTo("chatcmpl-x-0a1b2c3d");
+    assertThat(d.kvTransferId()).isEqualTo("mc-7");
+    assertThat(scan("{\"kv_transfer_params\":{\"remote_request_id\":7,\"transfer_id\":7}}", new int[0]))
+        .extracting(RequestFacts::kvRemoteRequestId, RequestFacts::kvTransferId)
+        .containsExactly(null, "7");
     RequestFacts s = scan(SGLANG_ROOM, new int[0]);
     assertThat(s.bootstrapRoom()).isEqualTo("9007199254740993");
     assertThat(s.bootstrapHost()).isEqualTo("10.0.0.1");

@@ -9,6 +9,7 @@ import io.disaggusage.extproc.usage.UsageDocument;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -119,6 +120,29 @@ class JsonBodyProcessorsTest {
     assertThat(o.observation().outcome()).isEqualTo(Outcome.STORED);
     assertThat(o.observation().usage()).isEqualTo(CTX);
     assertThat(o.observation().contextIds()).containsExactly("18446744073709551615", "2748779069441234567");
+  }
+
+  @Test
+  void contextObserverReadsTheKvTransferHandleOfAVllmPrefillResponse() {
+    // vLLM 0.32's prefill answer: kv_transfer_params after usage, remote_request_id among them.
+    String ctx =
+        "{\"id\":\"chatcmpl-r\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":1,"
+            + "\"total_tokens\":102,\"prompt_tokens_details\":{\"cached_tokens\":7}},\"prompt_logprobs\":null,"
+            + "\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[[1]],"
+            + "\"remote_engine_id\":\"e\",\"remote_request_id\":\"chatcmpl-r-0a1b2c3d\",\"remote_host\":\"h\","
+            + "\"remote_port\":5600,\"tp_size\":1},\"ec_transfer_params\":null}";
+    assertThat(ContextJsonObserver.observe(JSON, ctx.getBytes(StandardCharsets.UTF_8)))
+        .extracting(ContextObservation::outcome, ContextObservation::kvRemoteRequestId)
+        .containsExactly(Outcome.STORED, "chatcmpl-r-0a1b2c3d");
+    for (String params : List.of("null", "{\"remote_request_id\":null}", "{\"remote_request_id\":5}", "[\"x\"]")) {
+      String other = "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},\"kv_transfer_params\":" + params + "}";
+      assertThat(ContextJsonObserver.observe(JSON, other.getBytes(StandardCharsets.UTF_8)).kvRemoteRequestId())
+          .as(params)
+          .isNull();
+    }
+    // Only the root's params name the transfer.
+    String nested = "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},\"x\":{\"kv_transfer_params\":{\"remote_request_id\":\"a\"}}}";
+    assertThat(ContextJsonObserver.observe(JSON, nested.getBytes(StandardCharsets.UTF_8)).kvRemoteRequestId()).isNull();
   }
 
   @Test

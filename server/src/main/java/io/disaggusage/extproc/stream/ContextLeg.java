@@ -65,7 +65,7 @@ final class ContextLeg implements Leg {
       return;
     }
     record.storing(observation.usage());
-    List<CorrelationKey> storeKeys = keys.with(observation.contextIds());
+    List<CorrelationKey> storeKeys = keys.with(observation.contextIds(), observation.kvRemoteRequestId());
     if (storeKeys.isEmpty()) {
       answer(slot, original, ready, Outcome.PASSTHROUGH_NO_CONTEXT);
       return;

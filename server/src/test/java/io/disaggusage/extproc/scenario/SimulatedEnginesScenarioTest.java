@@ -60,12 +60,20 @@ class SimulatedEnginesScenarioTest extends ScenarioFixture {
   }
 
   private static Exchange.Builder exchange(WorkerCall call, WorkerReply reply, Chunking chunking) {
+    return exchange(call, reply, chunking, call.headers().get("x-request-id"));
+  }
+
+  /** The call as Envoy forwards it, with {@code requestId} as its x-request-id (null: none). */
+  private static Exchange.Builder exchange(WorkerCall call, WorkerReply reply, Chunking chunking, String requestId) {
     Exchange.Builder b = Exchange.post(call.path(), call.bodyUtf8());
     call.headers().forEach((k, v) -> {
-      if (!k.equals("content-type")) {
+      if (!k.equals("content-type") && !k.equals("x-request-id")) {
         b.requestHeader(k, v);
       }
     });
+    if (requestId != null) {
+      b.requestHeader("x-request-id", requestId);
+    }
     return b.responseHeader("content-type", reply.contentType()).responseBody(reply.body()).responseChunking(chunking);
   }
 
@@ -101,6 +109,54 @@ class SimulatedEnginesScenarioTest extends ScenarioFixture {
       // Nothing but the usage changed.
       assertThat(OutsideUsage.of(body)).isEqualTo(OutsideUsage.of(gen.bodyUtf8()));
     }
+    assertThat(service.store.size()).isZero();
+  }
+
+  static Stream<Arguments> unsharedIds() {
+    List<Arguments> out = new ArrayList<>();
+    for (boolean stream : new boolean[] {false, true}) {
+      for (String ids : List.of("each leg its own", "none")) {
+        for (String chunking : List.of("events", "random+empty")) {
+          out.add(Arguments.of((stream ? "SSE" : "JSON") + ", x-request-id: " + ids + ", " + chunking, stream, ids, chunking));
+        }
+      }
+    }
+    return out.stream();
+  }
+
+  /**
+   * A router that shares no id (SMG; Envoy then gives each leg its own x-request-id, or a deployment
+   * none at all): the decode request carries back the prefill response's {@code remote_request_id},
+   * and that joins the legs.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("unsharedIds")
+  void vllmLegsThatShareNoIdJoinByTheirKvTransfer(String name, boolean stream, String ids, String chunking)
+      throws Exception {
+    DisaggEngine engine = new VllmEngine(new PrefixCache(16, 1024));
+    ClientRequest request =
+        new ClientRequest(Wire.MODEL, List.of(new Message("user", "Which leg holds the KV? ".repeat(9))), 20, stream);
+    for (int repeat = 0; repeat < 2; repeat++) {
+      WorkerCall ctxCall = engine.contextCall(request, ScheduleOrder.CONTEXT_FIRST);
+      WorkerReply ctx = engine.context(ctxCall);
+      WorkerCall genCall = engine.generationCall(request, ScheduleOrder.CONTEXT_FIRST, ctxCall, ctx);
+      WorkerReply gen = engine.generation(genCall);
+      boolean own = ids.equals("each leg its own");
+      ExchangeResult[] r =
+          Flows.contextFirst(
+              service.envoy,
+              exchange(ctxCall, ctx, Chunking.whole(), own ? "envoy-ctx-" + repeat : null),
+              exchange(genCall, gen, chunking(chunking), own ? "envoy-gen-" + repeat : null));
+      assertClean(r[0]);
+      assertClean(r[1]);
+      String body = r[1].clientResponse().bodyUtf8();
+      ClientUsage seen = stream ? OpenAiClientView.chatStream(body) : OpenAiClientView.chatCompletion(body);
+      long prompt = ctx.truth().prompt();
+      assertThat(seen).isEqualTo(new ClientUsage(prompt, ctx.truth().cached(), 20, prompt + 20));
+      assertThat(r[1].accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");
+      assertThat(OutsideUsage.of(body)).isEqualTo(OutsideUsage.of(gen.bodyUtf8()));
+    }
+    // Both aliases of each entry went with it: nothing is left behind under the context's own id.
     assertThat(service.store.size()).isZero();
   }
 }
