@@ -209,7 +209,8 @@ class LlmdSidecarTest {
    * pd-sidecar then sends the client's own bytes to its decoder, with no {@code kv_transfer_params} and no
    * uuid of its own (the decode Envoy generates the {@code X-Request-Id}); vLLM serves that whole on its
    * own cache. No context was stored under that id, so the service passes the decoder's own usage on
-   * ({@code passthrough_no_context}), at once — which is right here: the decoder computed the whole prompt.
+   * ({@code passthrough_no_context}, its own counts in the access log), at once — which is right here: the
+   * decoder computed the whole prompt.
    */
   @ParameterizedTest(name = "Envoy {0}: the named prefill pod answers 503, stream={1}: pd-sidecar falls back to the decoder")
   @MethodSource("streamedOrNot")
@@ -233,7 +234,8 @@ class LlmdSidecarTest {
       assertThat(deployment.decodeCompletions()).hasSize(2).allSatisfy(line -> {
         assertThat(line.status()).isEqualTo(200);
         assertThat(line.field("usage_outcome")).isEqualTo("passthrough_no_context");
-        assertThat(line.field("cached_tokens")).as("no rewrite, no counts").isEqualTo("-");
+        assertThat(line.field("reported_cached_tokens")).as("no rewrite: the decoder's own counts")
+            .isEqualTo(line.field("cached_tokens"));
         assertThat(line.durationMillis()).as("nothing waits for a context").isLessThan(1000);
       });
       Processes.await("the failed prefills logged", Duration.ofSeconds(5), () -> down.envoy().accessLog().size() >= 2);
