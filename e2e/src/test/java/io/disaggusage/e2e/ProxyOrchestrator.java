@@ -33,6 +33,8 @@ final class ProxyOrchestrator implements AutoCloseable {
   private final java.util.function.UnaryOperator<String> prefillUrl;
   private final java.util.function.UnaryOperator<String> decodeUrl;
   private final java.util.function.UnaryOperator<ObjectNode> handoff;
+  /** Each leg gets an id of its own (the decode's {@link #decodeRequestId}), as Envoy gives them behind SMG. */
+  private final boolean oneIdPerLeg;
   private final java.util.List<String> requestIds = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
   private final LoopbackServer server;
 
@@ -48,9 +50,20 @@ final class ProxyOrchestrator implements AutoCloseable {
   /** A proxy calling the prefill worker at {@code prefillUrl(path)} and the decode worker at {@code decodeUrl(path)}. */
   ProxyOrchestrator(java.util.function.UnaryOperator<String> prefillUrl, java.util.function.UnaryOperator<String> decodeUrl,
       java.util.function.UnaryOperator<ObjectNode> handoff) {
+    this(prefillUrl, decodeUrl, handoff, false);
+  }
+
+  /**
+   * A proxy as above; with {@code oneIdPerLeg} the decode leg's {@code X-Request-Id} is not the prefill's
+   * but {@link #decodeRequestId} of it: legs that share no id, as behind a router that sends none (SMG)
+   * and an Envoy that then generates one per leg.
+   */
+  ProxyOrchestrator(java.util.function.UnaryOperator<String> prefillUrl, java.util.function.UnaryOperator<String> decodeUrl,
+      java.util.function.UnaryOperator<ObjectNode> handoff, boolean oneIdPerLeg) {
     this.prefillUrl = prefillUrl;
     this.decodeUrl = decodeUrl;
     this.handoff = handoff;
+    this.oneIdPerLeg = oneIdPerLeg;
     this.server = new LoopbackServer(this::handle);
   }
 
@@ -59,6 +72,11 @@ final class ProxyOrchestrator implements AutoCloseable {
     synchronized (requestIds) {
       return java.util.List.copyOf(requestIds);
     }
+  }
+
+  /** The {@code X-Request-Id} the decode leg of request {@code requestId} carried. */
+  String decodeRequestId(String requestId) {
+    return oneIdPerLeg ? "decode-" + requestId : requestId;
   }
 
   /** The base URL an OpenAI or Anthropic client is given. */
@@ -92,7 +110,7 @@ final class ProxyOrchestrator implements AutoCloseable {
       decode.set("kv_transfer_params", this.handoff.apply(
           handoff.isObject() ? (ObjectNode) handoff : JSON.createObjectNode().put("do_remote_prefill", true)));
 
-      HttpResponse<InputStream> decoded = CLIENT.send(post(decodeUrl.apply(path), requestId, decode), HttpResponse.BodyHandlers.ofInputStream());
+      HttpResponse<InputStream> decoded = CLIENT.send(post(decodeUrl.apply(path), decodeRequestId(requestId), decode), HttpResponse.BodyHandlers.ofInputStream());
       exchange.getResponseHeaders().set("content-type", decoded.headers().firstValue("content-type").orElse("application/json"));
       exchange.sendResponseHeaders(decoded.statusCode(), 0);
       try (InputStream in = decoded.body(); OutputStream out = exchange.getResponseBody()) {

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -46,6 +47,7 @@ class RealVllmTest {
   private static ProxyOrchestrator toyProxy;
   private static ProxyOrchestrator droppingProxy;
   private static ProxyOrchestrator forgingProxy;
+  private static ProxyOrchestrator unsharedIdsProxy;
 
   /** A request shape a client sends. */
   enum Shape {
@@ -97,6 +99,10 @@ class RealVllmTest {
       return params;
     });
     forgingProxy = new ProxyOrchestrator(stack.envoy, params -> params.put("remote_prefill_cached_tokens", FORGED_CACHED));
+    unsharedIdsProxy = new ProxyOrchestrator(stack.envoy::contextUrl, stack.envoy::generationUrl, params -> {
+      params.remove("remote_prefill_cached_tokens");
+      return params;
+    }, true);
   }
 
   @AfterAll
@@ -105,6 +111,7 @@ class RealVllmTest {
       toyProxy.close();
       droppingProxy.close();
       forgingProxy.close();
+      unsharedIdsProxy.close();
     }
     if (stack != null) {
       stack.close();
@@ -161,6 +168,23 @@ class RealVllmTest {
             .as("vLLM #58728: the decode reports the forged count").isEqualTo(FORGED_CACHED);
       }
     }
+  }
+
+  /**
+   * Legs that share no {@code X-Request-Id} (behind SMG, or a gateway that replaces the id on each leg),
+   * with the hand-off that makes the decode report the whole prompt cached: the decode request carries
+   * the prefill response's {@code remote_request_id} back, and that joins them.
+   */
+  @ParameterizedTest(name = "legs without a shared id joined by the KV transfer: {0}")
+  @EnumSource(value = Shape.class, names = {"CHAT_JSON", "CHAT_SSE"})
+  void legsThatShareNoIdJoinByTheirKvTransfer(Shape shape) {
+    Flow flow = Flow.through(unsharedIdsProxy, shape, shape.body(freshPrompt(), 8), "rewritten");
+    assertThat(flow.reportedCached()).as("the decode's own count: the whole prompt").isEqualTo(flow.contextPrompt());
+    String prefillId = flow.prefill().requestId();
+    assertThat(flow.decode().requestId()).as("one id per leg").isNotEqualTo(prefillId);
+    JsonNode handle = RouterClients.parseJson(flow.decode().requestText()).path("kv_transfer_params").path("remote_request_id");
+    assertThat(handle.asText()).as("vLLM 0.32 names the transfer after the prefill's x-request-id")
+        .startsWith("chatcmpl-" + prefillId + "-");
   }
 
   @Test
@@ -300,7 +324,7 @@ class RealVllmTest {
       assertThat(answer.status()).as(answer.text()).isEqualTo(200);
       String requestId = proxy.requestIds().get(proxy.requestIds().size() - 1);
       Exchange prefill = stack.prefill.only(shape.path, requestId);
-      Exchange decode = stack.decode.only(shape.path, requestId);
+      Exchange decode = stack.decode.only(shape.path, proxy.decodeRequestId(requestId));
       JsonNode read = RealFlowCheck.assertCorrected(prefill, decode, answer.text(), shape.stream);
       awaitOneMore(before, lines, shape.path, outcome);
       List<JsonNode> engine = RealFlowCheck.usageObjects(decode.responseText(), shape.stream);
