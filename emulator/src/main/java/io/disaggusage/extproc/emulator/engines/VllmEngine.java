@@ -90,10 +90,14 @@ public final class VllmEngine extends SimulatedEngine {
     }
   }
 
-  /** vLLM names its responses after the request id. */
+  /**
+   * vLLM names its responses after the request's {@code X-Request-Id}, or, without one, a random uuid's
+   * hex ({@code random_uuid()}): two requests without an id never share a name, nor a KV transfer handle.
+   */
   @Override
   String responseId(WorkerCall call, JsonNode request, boolean context) {
-    return "chatcmpl-" + call.headers().getOrDefault(REQUEST_ID, "");
+    String requestId = call.headers().get(REQUEST_ID);
+    return "chatcmpl-" + (requestId != null ? requestId : UUID.randomUUID().toString().replace("-", ""));
   }
 
   /** vLLM 0.32's JSON answer; the prefill reports the prompt tokens it newly cached. */
@@ -123,9 +127,9 @@ public final class VllmEngine extends SimulatedEngine {
     for (int b = 0; b < (prompt.length + blockTokens() - 1) / blockTokens(); b++) {
       blocks.add(b + 1);
     }
-    String requestId = call.headers().getOrDefault(REQUEST_ID, "");
-    String suffix = String.format("%08x", requestId.hashCode());
-    params.put("remote_engine_id", ENGINE_ID).put("remote_request_id", "chatcmpl-" + requestId + "-" + suffix);
+    String responseId = reply.path("id").asText();
+    String suffix = String.format("%08x", responseId.hashCode());
+    params.put("remote_engine_id", ENGINE_ID).put("remote_request_id", responseId + "-" + suffix);
     params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1).put("dcp_size", 1).put("pp_size", 1);
     params.put("remote_num_tokens", prompt.length).putNull("remote_blocks_expiry_time").put("transfer_mode", "pull");
     if (variant == UsageVariant.FIXED) {
