@@ -86,15 +86,12 @@ public final class EngineWorker implements AutoCloseable {
 
   /**
    * The engine's completions; the cache is the prefill's prefix cache, SGLang's decode radix cache or a vLLM
-   * decode's own cache for the requests it serves whole.
+   * decode's own cache for the requests it serves whole (a vLLM prefill serves those on its prefix cache).
    */
   private static CompletionHandler completionHandler(WorkerSpec spec, PrefixCache cache, BootstrapServer bootstrap) {
     return switch (spec.engine()) {
       case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role(), true);
-      case VLLM ->
-          spec.role() == WorkerRole.PREFILL
-              ? new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false)
-              : new VllmDecodeHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false), cache);
+      case VLLM -> new VllmWorkerHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false), cache);
       case SGLANG ->
           spec.role() == WorkerRole.PREFILL
               ? new SglangPrefillHandler(cache, bootstrap)

@@ -137,6 +137,24 @@ class VllmWorkerTest extends WorkerPairTest {
         .as("a decode leg without the prefill's handoff is still refused").isEqualTo(400);
   }
 
+  /** SMG's connector-less vLLM mode: the prefill gets the client's body capped to one token, no transfer asked. */
+  @Test
+  void prefillServesARequestWithoutKvTransferParamsWholeOnItsOwnCache() throws Exception {
+    start(UsageVariant.BUG);
+    String plain = chat(LONG_PROMPT, "\"max_tokens\":1,\"stream\":false");
+    JsonNode first = json(post(prefill, plain, "X-Request-Id", REQUEST_ID).body());
+    assertThat(first.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    assertThat(first.path("kv_transfer_params").isNull()).as("no transfer asked, none offered").isTrue();
+    long prompt = first.path("usage").path("prompt_tokens").asLong();
+    assertThat(first.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isZero();
+    assertThat(first.path("usage").path("completion_tokens").asLong()).isEqualTo(1);
+    JsonNode repeat = json(post(prefill, plain, "X-Request-Id", REQUEST_ID).body());
+    assertThat(repeat.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong())
+        .as("its own cache's hits").isEqualTo((prompt - 1) / 16 * 16);
+    assertThat(post(prefill, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_decode\":false}")).statusCode())
+        .as("a prefill leg that does not announce the remote decode is still refused").isEqualTo(400);
+  }
+
   @Test
   void recordsEveryHeaderValueAndTheBody() throws Exception {
     start(UsageVariant.BUG);
