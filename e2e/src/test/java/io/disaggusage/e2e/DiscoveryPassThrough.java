@@ -14,9 +14,31 @@ import java.util.List;
 final class DiscoveryPassThrough {
   private DiscoveryPassThrough() {}
 
+  /** The discovery paths whose answers through Envoy are compared with the worker's own. */
+  static final List<String> COMPARED = List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info");
+
   /** {@code prefillProbes}, {@code decodeProbes}: paths the router called on each worker at start-up. */
   static void assertUntouched(
       RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes, int completions) {
+    assertProbesPassed(deployment, prefillProbes, decodeProbes);
+    ServiceMetrics.assertAllCorrected(deployment.service, completions); // no probe counted: only the completions
+    assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
+        .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
+    assertSameAnswers(deployment, COMPARED);
+  }
+
+  /**
+   * The probes half of {@link #assertUntouched}, whatever the service made of the completions: the workers
+   * received {@code prefillProbes} and {@code decodeProbes}, Envoy logged every non-completion request without
+   * usage metadata, and a GET of each of {@code compared} through Envoy answers what the worker answers.
+   */
+  static void assertPassedUntouched(
+      RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes, List<String> compared) {
+    assertProbesPassed(deployment, prefillProbes, decodeProbes);
+    assertSameAnswers(deployment, compared);
+  }
+
+  private static void assertProbesPassed(RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes) {
     for (String path : prefillProbes) {
       assertThat(deployment.prefill.log().probeCount(path)).as("prefill " + path).isPositive();
     }
@@ -29,10 +51,10 @@ final class DiscoveryPassThrough {
           .isNotEmpty()
           .allSatisfy(line -> assertThat(line.field("usage_outcome")).isEqualTo("-"));
     }
-    ServiceMetrics.assertAllCorrected(deployment.service, completions); // no probe counted: only the completions
-    assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
-        .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
-    for (String path : List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info")) {
+  }
+
+  private static void assertSameAnswers(RouterDeployment deployment, List<String> compared) {
+    for (String path : compared) {
       assertSameAnswer(deployment.prefill, deployment.prefillUrl + path, path);
       assertSameAnswer(deployment.decode, deployment.decodeUrl + path, path);
     }
