@@ -90,10 +90,15 @@ public final class VllmEngine extends SimulatedEngine {
     }
   }
 
-  /** vLLM names its responses after the request id. */
+  /** vLLM names its responses after the request id: {@code chatcmpl-<id>}, {@code cmpl-<id>} for completions. */
   @Override
   String responseId(WorkerCall call, JsonNode request, boolean context) {
-    return "chatcmpl-" + call.headers().getOrDefault(REQUEST_ID, "");
+    return idPrefix(call.path()) + call.headers().getOrDefault(REQUEST_ID, "");
+  }
+
+  /** The prefix of vLLM's request ids on {@code path}. */
+  public static String idPrefix(String path) {
+    return CompletionsWire.PATH.equals(path) ? "cmpl-" : "chatcmpl-";
   }
 
   /** vLLM 0.32's JSON answer; the prefill reports the prompt tokens it newly cached. */
@@ -125,7 +130,7 @@ public final class VllmEngine extends SimulatedEngine {
     }
     String requestId = call.headers().getOrDefault(REQUEST_ID, "");
     String suffix = String.format("%08x", requestId.hashCode());
-    params.put("remote_engine_id", ENGINE_ID).put("remote_request_id", "chatcmpl-" + requestId + "-" + suffix);
+    params.put("remote_engine_id", ENGINE_ID).put("remote_request_id", idPrefix(call.path()) + requestId + "-" + suffix);
     params.put("remote_host", "10.0.0.2").put("remote_port", 5600).put("tp_size", 1).put("dcp_size", 1).put("pp_size", 1);
     params.put("remote_num_tokens", prompt.length).putNull("remote_blocks_expiry_time").put("transfer_mode", "pull");
     if (variant == UsageVariant.FIXED) {

@@ -42,12 +42,12 @@ final class VllmWorkerHandler implements CompletionHandler {
       return leg.complete(recorded);
     }
     try {
-      int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(request));
+      int[] prompt = OpenAiWire.prompt(tokenizer, request);
       AnswerShape shape = AnswerShape.of(request);
       int cached = ownCache.prefill(prompt);
       List<String> pieces = OpenAiWire.answerPieces(tokenizer, shape.maxTokens());
       List<String> ids = recorded.headerValues("x-request-id");
-      String id = "chatcmpl-" + (ids.isEmpty() ? "" : ids.get(0));
+      String id = VllmEngine.idPrefix(recorded.path()) + (ids.isEmpty() ? "" : ids.get(0));
       return OpenAiWire.answer(
           OpenAiWire.Style.VLLM, id, request.path("model").asText(), pieces, OpenAiWire.finishReason(tokenizer, pieces.size()),
           prompt.length, cached, VllmEngine.createdCache(prompt.length, cached, ownCache.blockTokens()), shape, new TokenCounts(prompt.length, cached, (long) pieces.size() * shape.choices()));
