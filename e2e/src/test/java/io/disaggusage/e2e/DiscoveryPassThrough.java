@@ -46,7 +46,7 @@ final class DiscoveryPassThrough {
       assertThat(deployment.decode.log().probeCount(path)).as("decode " + path).isPositive();
     }
     for (EnvoyProcess envoy : List.of(deployment.prefillEnvoy, deployment.decodeEnvoy)) {
-      assertThat(envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")))
+      assertThat(envoy.accessLog().stream().filter(l -> !GenerationLedger.isCompletion(l.path())))
           .as("the probes Envoy passed carry no usage metadata")
           .isNotEmpty()
           .allSatisfy(line -> assertThat(line.field("usage_outcome")).isEqualTo("-"));

@@ -141,6 +141,34 @@ class SmgTest {
     }
   }
 
+  @ParameterizedTest(name = "Envoy {0}, {1}: /v1/completions, curl -s and -N, then the OpenAI SDK's JSON and SSE")
+  @MethodSource("everyMode")
+  void completionsReadThePrefillsUsage(String release, Mode mode) {
+    try (RouterDeployment deployment = mode.start("completions", release)) {
+      TrueUsage truth = new TrueUsage();
+      List<Usage> expected = new ArrayList<>();
+      List<Usage> read = new ArrayList<>();
+      for (boolean stream : new boolean[] {false, true}) {
+        expected.add(truth.nextCompletion(PROMPT, 12, 1));
+        String body = RouterClients.curl(deployment.url("/v1/completions"), RouterClients.completion(Wire.MODEL, PROMPT, 12, stream), stream);
+        read.add(RouterClients.read(RouterClients.usage(body, stream)));
+      }
+      for (boolean stream : new boolean[] {false, true}) {
+        expected.add(truth.nextCompletion(PROMPT, RouterClients.SDK_MAX_TOKENS, 1));
+        read.add(RouterClients.read(RouterClients.sdkUsage(deployment.url(""), "completions", PROMPT, stream)));
+      }
+      assertThat(expected.get(1).cached()).as("the repeated prompt hits the prefill's cache").isPositive();
+      List<RecordedRequest> legs = new ArrayList<>(deployment.decode.log().completions());
+      legs.addAll(deployment.prefill.log().completions());
+      assertThat(legs).hasSize(2 * expected.size()).allSatisfy(leg -> {
+        assertThat(leg.path()).isEqualTo("/v1/completions");
+        assertThat(RouterClients.parseJson(leg.bodyUtf8()).path("prompt").asText()).isEqualTo(PROMPT);
+      });
+      assertThat(read).as("what the clients read (curl JSON, SSE, SDK JSON, SSE)").isEqualTo(expected);
+      mode.assertAccounted(deployment, expected);
+    }
+  }
+
   @ParameterizedTest(name = "Envoy {0}, {1}: 16 concurrent flows, each with its own true usage")
   @MethodSource("everyMode")
   void concurrentFlowsAreNeverCrossMatched(String release, Mode mode) throws Exception {
