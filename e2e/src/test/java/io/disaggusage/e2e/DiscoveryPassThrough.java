@@ -15,9 +15,31 @@ import java.util.List;
 final class DiscoveryPassThrough {
   private DiscoveryPassThrough() {}
 
+  /** The discovery paths whose answers through Envoy are compared with the worker's own. */
+  static final List<String> COMPARED = List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info");
+
   /** {@code prefillProbes}, {@code decodeProbes}: paths the router called on each worker at start-up. */
   static void assertUntouched(
       RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes, int completions) {
+    assertProbesPassed(deployment, prefillProbes, decodeProbes);
+    ServiceMetrics.assertAllCorrected(deployment.service, completions); // only the completions are generations
+    assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
+        .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
+    assertSameAnswers(deployment, COMPARED);
+  }
+
+  /**
+   * The probes half of {@link #assertUntouched}, whatever the service made of the completions: the workers
+   * received {@code prefillProbes} and {@code decodeProbes}, Envoy logged every non-completion request without
+   * usage metadata, the service counted each {@code none}/{@code not_disaggregated}, and a GET of each of {@code compared} through Envoy answers what the worker answers.
+   */
+  static void assertPassedUntouched(
+      RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes, List<String> compared) {
+    assertProbesPassed(deployment, prefillProbes, decodeProbes);
+    assertSameAnswers(deployment, compared);
+  }
+
+  private static void assertProbesPassed(RouterDeployment deployment, List<String> prefillProbes, List<String> decodeProbes) {
     for (String path : prefillProbes) {
       assertThat(deployment.prefill.log().probeCount(path)).as("prefill " + path).isPositive();
     }
@@ -25,10 +47,9 @@ final class DiscoveryPassThrough {
       assertThat(deployment.decode.log().probeCount(path)).as("decode " + path).isPositive();
     }
     long probesLogged = 0;
-    // One Envoy may serve both workers (the vllm-router topology): each Envoy's log is read once.
+    // One Envoy may serve both workers (the central topology): each Envoy's log is read once.
     for (EnvoyProcess envoy : java.util.stream.Stream.of(deployment.prefillEnvoy, deployment.decodeEnvoy).distinct().toList()) {
-      List<AccessLogLine> probes =
-          envoy.accessLog().stream().filter(l -> !l.path().startsWith("/v1/chat/completions")).toList();
+      List<AccessLogLine> probes = envoy.accessLog().stream().filter(l -> !GenerationLedger.isCompletion(l.path())).toList();
       assertThat(probes)
           .as("the probes Envoy passed carry no usage metadata")
           .isNotEmpty()
@@ -41,10 +62,10 @@ final class DiscoveryPassThrough {
         .as("each probe is counted as not disaggregated")
         .containsOnlyKeys("not_disaggregated")
         .hasEntrySatisfying("not_disaggregated", n -> assertThat(n).isGreaterThanOrEqualTo(logged));
-    ServiceMetrics.assertAllCorrected(deployment.service, completions); // only the completions are generations
-    assertThat(ServiceMetrics.exchanges(deployment.service, "context"))
-        .containsExactlyEntriesOf(java.util.Map.of("stored", (long) completions));
-    for (String path : List.of("/health", "/v1/models", "/metrics", "/server_info", "/model_info")) {
+  }
+
+  private static void assertSameAnswers(RouterDeployment deployment, List<String> compared) {
+    for (String path : compared) {
       assertSameAnswer(deployment.prefill, deployment.prefillUrl + path, path);
       assertSameAnswer(deployment.decode, deployment.decodeUrl + path, path);
     }

@@ -17,11 +17,16 @@ final class GenerationLedger {
     this.deployment = deployment;
   }
 
-  /** The decode legs' chat completion lines, in the order they finished. */
+  /** The decode legs' chat (and legacy) completion lines, in the order they finished. */
   List<AccessLogLine> completions() {
     return deployment.decodeEnvoy.accessLog().stream()
-        .filter(l -> l.path().startsWith("/v1/chat/completions") && deployment.decodeCluster.equals(l.cluster()))
+        .filter(l -> isCompletion(l.path()) && deployment.decodeCluster.equals(l.cluster()))
         .toList();
+  }
+
+  /** A chat completions or legacy completions path. */
+  static boolean isCompletion(String path) {
+    return path.startsWith("/v1/chat/completions") || path.startsWith("/v1/completions");
   }
 
   /** Waits until {@code count} generation completions are logged and counted by the service as corrected. */

@@ -7,7 +7,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 
-/** Small HTTP/1.1 GETs against admin ports; null when nothing answers. */
+/** Small HTTP/1.1 GETs (and JSON POSTs) against admin ports; null when nothing answers. */
 final class Http {
   static final HttpClient CLIENT =
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
@@ -18,6 +18,21 @@ final class Http {
     try {
       return CLIENT.send(
           HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).GET().build(),
+          HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** A POST of a JSON {@code body}; null when nothing answers. */
+  static HttpResponse<String> postJson(String url, String body) {
+    try {
+      return CLIENT.send(
+          HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).header("content-type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
           HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       return null;

@@ -32,6 +32,15 @@ final class RouterClients {
     return body.toString();
   }
 
+  /** A legacy completions request body with the {@code prompt} string; streaming ones ask for usage. */
+  static String completion(String model, String prompt, int maxTokens, boolean stream) {
+    ObjectNode body = JSON.createObjectNode().put("model", model).put("prompt", prompt).put("max_tokens", maxTokens);
+    if (stream) {
+      body.put("stream", true).putObject("stream_options").put("include_usage", true);
+    }
+    return body.toString();
+  }
+
   /** What curl printed for a POST of {@code body} to the router's chat completions. */
   static String curl(RouterDeployment deployment, String body, boolean stream) {
     return curl(deployment, body, stream, Map.of());
@@ -66,9 +75,14 @@ final class RouterClients {
 
   /** The same against any OpenAI-compatible {@code baseUrl}. */
   static JsonNode sdkChatUsage(String baseUrl, String message, boolean stream) {
+    return sdkUsage(baseUrl, "chat", message, stream);
+  }
+
+  /** The usage the OpenAI Python SDK parsed from a call of {@code api} ({@code chat}, {@code completions}, …). */
+  static JsonNode sdkUsage(String baseUrl, String api, String message, boolean stream) {
     String script = Tools.root().resolve("e2e/src/test/resources/clients/sdk_client.py").toString();
     return parseJson(run(List.of(
-        Tools.pythonClients().toString(), script, baseUrl, "chat", Boolean.toString(stream), message)).trim());
+        Tools.pythonClients().toString(), script, baseUrl, api, Boolean.toString(stream), message)).trim());
   }
 
   /** The usage object of a JSON body, or of the last SSE event that carries one. */

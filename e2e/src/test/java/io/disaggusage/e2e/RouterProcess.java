@@ -25,7 +25,10 @@ final class RouterProcess extends ChildProcess {
     this.port = port;
   }
 
-  /** Starts {@code kind} in front of the two URLs and waits until it is ready ({@link RouterKind#readinessPath}). */
+  /**
+   * Starts {@code kind} in front of the two URLs, registers them through its API when it takes its workers that
+   * way ({@link RouterKind#registrations}), and waits until it is ready ({@link RouterKind#readinessPath}).
+   */
   static RouterProcess start(String name, RouterKind kind, String prefillUrl, int bootstrapPort, String decodeUrl) {
     RouterProcess router = new RouterProcess(name, FreePorts.next());
     Path log = Tools.logs().resolve(name + ".log");
@@ -37,6 +40,22 @@ final class RouterProcess extends ChildProcess {
     List<String> command = kind.command(router.port, FreePorts.next(), prefillUrl, bootstrapPort, decodeUrl);
     router.process = Processes.start(command, OFFLINE, log, log);
     try {
+      List<String> registrations = kind.registrations(prefillUrl, bootstrapPort, decodeUrl);
+      if (!registrations.isEmpty()) { // workers named through the router's API, once it listens
+        Processes.await(name + " /health", Duration.ofSeconds(60), () -> {
+          if (!router.process.isAlive()) {
+            throw new AssertionError(name + " exited with " + router.process.exitValue() + "; see " + log);
+          }
+          return Http.ok(router.url("/health"));
+        });
+        for (String worker : registrations) {
+          java.net.http.HttpResponse<String> answer = Http.postJson(router.url("/workers"), worker);
+          if (answer == null || answer.statusCode() / 100 != 2) {
+            throw new AssertionError(name + " refused the worker " + worker + ": "
+                + (answer == null ? "no answer" : answer.statusCode() + " " + answer.body()));
+          }
+        }
+      }
       Processes.await(name + " " + kind.readinessPath(), Duration.ofSeconds(60), () -> {
         if (!router.process.isAlive()) {
           throw new AssertionError(name + " exited with " + router.process.exitValue() + "; see " + log);

@@ -81,6 +81,14 @@ public final class Tools {
     return installed("sglang-router", "sglang-router");
   }
 
+  /**
+   * SMG, the Shepherd Model Gateway (PyPI's smg, pinned in e2e/smg-requirements.txt): a wrapper running its
+   * {@code smg} console script.
+   */
+  public static Path smg() {
+    return installed("smg", "SMG (smg)");
+  }
+
   /** llm-d's {@code pd-sidecar}, built with Go from llm-d-inference-scheduler at the version the installer pins. */
   public static Path pdSidecar() {
     return installed("pd-sidecar", "llm-d's pd-sidecar");
@@ -164,7 +172,7 @@ public final class Tools {
   }
 
   /**
-   * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER, E2E_PD_SIDECAR and
+   * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER, E2E_SMG, E2E_PD_SIDECAR and
    * E2E_VLLM_PYTHON point a test at a program installed elsewhere.
    */
   private static Path installed(String name, String what) {

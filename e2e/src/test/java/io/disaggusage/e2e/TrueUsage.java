@@ -24,7 +24,19 @@ final class TrueUsage {
 
   /** The truth for a one-message chat request with {@code maxTokens} and {@code n} choices. */
   synchronized Usage next(String userMessage, int maxTokens, int n) {
-    int[] prompt = tokenizer.encodeChat(List.of(new WordTokenizer.Message("user", userMessage)));
+    return next(tokenizer.encodeChat(List.of(new WordTokenizer.Message("user", userMessage))), maxTokens, n);
+  }
+
+  /** The truth for a legacy completions request with the {@code prompt} string (a begin marker and its tokens). */
+  synchronized Usage nextCompletion(String prompt, int maxTokens, int n) {
+    int[] text = tokenizer.encode(prompt);
+    int[] tokens = new int[text.length + 1];
+    tokens[0] = WordTokenizer.BEGIN_OF_TEXT;
+    System.arraycopy(text, 0, tokens, 1, text.length);
+    return next(tokens, maxTokens, n);
+  }
+
+  private Usage next(int[] prompt, int maxTokens, int n) {
     int cached = mirror.prefill(prompt);
     long completion = (long) OpenAiWire.answerPieces(tokenizer, maxTokens).size() * n;
     return new Usage(prompt.length, cached, completion);

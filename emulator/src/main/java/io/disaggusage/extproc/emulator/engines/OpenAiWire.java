@@ -65,6 +65,25 @@ public final class OpenAiWire {
     return out;
   }
 
+  /**
+   * The prompt's tokens: a chat request's messages as the chat template renders them, or a completions request's
+   * {@code prompt} text after a begin marker (a tokenizer's BOS).
+   */
+  public static int[] prompt(WordTokenizer tokenizer, JsonNode request) throws BadRequest {
+    if (request.has("messages") || !request.has("prompt")) {
+      return tokenizer.encodeChat(messages(request));
+    }
+    JsonNode prompt = request.path("prompt");
+    if (!prompt.isTextual()) {
+      throw new BadRequest("prompt: expected a string");
+    }
+    int[] text = tokenizer.encode(prompt.asText());
+    int[] tokens = new int[text.length + 1];
+    tokens[0] = WordTokenizer.BEGIN_OF_TEXT;
+    System.arraycopy(text, 0, tokens, 1, text.length);
+    return tokens;
+  }
+
   /** The client request as JSON, as the orchestrator received it. */
   static ObjectNode clientBody(ClientRequest request) {
     ObjectNode body = JSON.createObjectNode();

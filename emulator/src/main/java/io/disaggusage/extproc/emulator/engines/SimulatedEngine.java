@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * What both simulated families' workers do alike: read the chat request, prefill the prompt through the
+ * What both simulated families' workers do alike: read the chat (or completions) request, prefill the prompt through the
  * context worker's prefix cache and report that truthfully, and answer on the generation worker with the
  * family's cached count for the {@link UsageVariant} (the bug, or the fixed release's count). Subclasses
  * supply the family's markers, ids, handoff fields and stream style. A request a worker cannot read gets
@@ -57,7 +57,7 @@ abstract class SimulatedEngine implements DisaggEngine {
 
   /** The prompt tokens the generation worker counts; the chat prompt unless the family sends ids. */
   int generationPrompt(JsonNode request) throws BadRequest {
-    return tokenizer.encodeChat(OpenAiWire.messages(request)).length;
+    return OpenAiWire.prompt(tokenizer, request).length;
   }
 
   @Override
@@ -65,7 +65,7 @@ abstract class SimulatedEngine implements DisaggEngine {
     try {
       ObjectNode request = OpenAiWire.parseRequest(call.body());
       requireContextCall(request);
-      int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(request));
+      int[] prompt = OpenAiWire.prompt(tokenizer, request);
       int cached = contextCache.prefill(prompt);
       ObjectNode reply = contextReply(
           responseId(call, request, true), request.path("model").asText(), OpenAiWire.answerPieces(tokenizer, 1).get(0),

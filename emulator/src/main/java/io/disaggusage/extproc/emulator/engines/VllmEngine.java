@@ -91,13 +91,19 @@ public final class VllmEngine extends SimulatedEngine {
   }
 
   /**
-   * vLLM names its responses after the request's {@code X-Request-Id}, or, without one, a random uuid's
-   * hex ({@code random_uuid()}): two requests without an id never share a name, nor a KV transfer handle.
+   * vLLM names its responses after the request's {@code X-Request-Id} ({@code chatcmpl-<id>}, {@code
+   * cmpl-<id>} for completions), or, without one, a random uuid's hex ({@code random_uuid()}): two
+   * requests without an id never share a name, nor a KV transfer handle.
    */
   @Override
   String responseId(WorkerCall call, JsonNode request, boolean context) {
     String requestId = call.headers().get(REQUEST_ID);
-    return "chatcmpl-" + (requestId != null ? requestId : UUID.randomUUID().toString().replace("-", ""));
+    return idPrefix(call.path()) + (requestId != null ? requestId : UUID.randomUUID().toString().replace("-", ""));
+  }
+
+  /** The prefix of vLLM's request ids on {@code path}. */
+  public static String idPrefix(String path) {
+    return CompletionsWire.PATH.equals(path) ? "cmpl-" : "chatcmpl-";
   }
 
   /** vLLM 0.32's JSON answer; the prefill reports the prompt tokens it newly cached. */

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.emulator.workers;
 
+import io.disaggusage.extproc.emulator.engines.OpenAiWire;
 import io.disaggusage.extproc.emulator.engines.UsageVariant;
 import java.util.EnumSet;
 import java.util.Locale;
@@ -40,6 +41,15 @@ public enum EngineKind {
   /** The namespace of the engine's Prometheus metrics, e.g. {@code vllm:}. */
   String metricPrefix() {
     return metricPrefix;
+  }
+
+  /** How the engine's answers are written. */
+  OpenAiWire.Style style() {
+    return switch (this) {
+      case TRTLLM -> OpenAiWire.Style.TRTLLM;
+      case VLLM -> OpenAiWire.Style.VLLM;
+      case SGLANG -> OpenAiWire.Style.SGLANG;
+    };
   }
 
   /** The usage variants this engine has shipped. */

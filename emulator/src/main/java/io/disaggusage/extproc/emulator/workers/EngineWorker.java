@@ -2,6 +2,7 @@ package io.disaggusage.extproc.emulator.workers;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.disaggusage.extproc.emulator.engines.CompletionsWire;
 import io.disaggusage.extproc.emulator.engines.OpenAiWire;
 import io.disaggusage.extproc.emulator.engines.PrefixCache;
 import io.disaggusage.extproc.emulator.engines.TrtLlmEngine;
@@ -18,8 +19,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
- * One simulated engine worker over HTTP/1.1 (the JDK's server): {@code POST /v1/chat/completions}
- * answered as the engine's prefill or decode worker does, the health and discovery endpoints of
+ * One simulated engine worker over HTTP/1.1 (the JDK's server): {@code POST /v1/chat/completions} and
+ * {@code /v1/completions} answered as the engine's prefill or decode worker does, the health and discovery endpoints of
  * {@link Discovery}, a 404 {@code {"detail":"Not Found"}} (FastAPI's) for anything else, including the
  * gRPC health probes routers try first. Every request is recorded in {@link #log()}.
  */
@@ -28,6 +29,7 @@ public final class EngineWorker implements AutoCloseable {
   private static final int CACHE_BLOCKS = 4096;
 
   static final String CHAT_COMPLETIONS = "/v1/chat/completions";
+  static final String COMPLETIONS = CompletionsWire.PATH;
 
   private final WorkerSpec spec;
   private final RequestLog log = new RequestLog();
@@ -86,15 +88,12 @@ public final class EngineWorker implements AutoCloseable {
 
   /**
    * The engine's completions; the cache is the prefill's prefix cache, SGLang's decode radix cache or a vLLM
-   * decode's own cache for the requests it serves whole.
+   * decode's own cache for the requests it serves whole (a vLLM prefill serves those on its prefix cache).
    */
   private static CompletionHandler completionHandler(WorkerSpec spec, PrefixCache cache, BootstrapServer bootstrap) {
     return switch (spec.engine()) {
       case TRTLLM -> new EngineLegHandler(new TrtLlmEngine(cache, spec.variant()), spec.role(), true);
-      case VLLM ->
-          spec.role() == WorkerRole.PREFILL
-              ? new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false)
-              : new VllmDecodeHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false), cache);
+      case VLLM -> new VllmWorkerHandler(new EngineLegHandler(new VllmEngine(cache, spec.variant()), spec.role(), false), cache);
       case SGLANG ->
           spec.role() == WorkerRole.PREFILL
               ? new SglangPrefillHandler(cache, bootstrap)
@@ -109,13 +108,16 @@ public final class EngineWorker implements AutoCloseable {
               exchange.getRequestMethod(), exchange.getRequestURI().getPath(),
               Optional.ofNullable(exchange.getRequestURI().getRawQuery()).orElse(""), exchange.getRequestHeaders(),
               exchange.getRequestBody().readAllBytes());
-      if (CHAT_COMPLETIONS.equals(request.path())) {
+      if (CHAT_COMPLETIONS.equals(request.path()) || COMPLETIONS.equals(request.path())) {
         log.completion(request);
         if (!"POST".equals(request.method())) {
           ReplyWriter.send(exchange, notFound(405, "Method Not Allowed"), Duration.ZERO);
           return;
         }
         WorkerReply reply = completions.complete(request);
+        if (COMPLETIONS.equals(request.path())) {
+          reply = CompletionsWire.fromChat(reply, spec.engine().style());
+        }
         if (spec.role() == WorkerRole.PREFILL) {
           ReplyWriter.pause(spec.prefillDelay());
         } else if (!reply.contentType().startsWith("text/event-stream")) {

@@ -21,7 +21,7 @@ public final class RequestLog {
     probes.add(request);
   }
 
-  /** The {@code POST /v1/chat/completions} requests, in order of arrival. */
+  /** The {@code /v1/chat/completions} and {@code /v1/completions} requests, in order of arrival. */
   public synchronized List<RecordedRequest> completions() {
     return List.copyOf(completions);
   }

@@ -27,7 +27,7 @@ record SglangRequest(String model, int[] prompt, AnswerShape shape, List<Room> r
 
   static SglangRequest parse(byte[] bytes, WordTokenizer tokenizer) throws BadRequest {
     JsonNode body = OpenAiWire.parseRequest(bytes);
-    int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(body));
+    int[] prompt = OpenAiWire.prompt(tokenizer, body);
     AnswerShape shape = AnswerShape.of(body);
     List<JsonNode> ids = perChoice(body, "bootstrap_room", shape.choices());
     List<JsonNode> hosts = perChoice(body, "bootstrap_host", ids.size());

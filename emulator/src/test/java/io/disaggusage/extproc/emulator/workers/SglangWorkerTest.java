@@ -2,6 +2,7 @@ package io.disaggusage.extproc.emulator.workers;
 
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.LONG_PROMPT;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.chat;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.completion;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.events;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.json;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.post;
@@ -56,6 +57,37 @@ class SglangWorkerTest extends WorkerPairTest {
     assertThat(d.path("usage").path("completion_tokens").asLong()).isEqualTo(4);
     assertThat(d.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(prefillCached);
     assertThat(d.path("id").asText()).isEqualTo("chatcmpl-" + Long.toHexString(12));
+  }
+
+  /** {@code /v1/completions}: the same bootstrap handover, the text_completion shape, no role chunk. */
+  @Test
+  void completionsTakeThePrefillsCachedCountThroughTheBootstrapRoom() throws Exception {
+    start(UsageVariant.FIXED, Duration.ofMillis(300));
+    String extra = "\"max_tokens\":4,\"stream\":true,\"stream_options\":{\"include_usage\":true},\"bootstrap_host\":\"127.0.0.1\","
+        + "\"bootstrap_port\":" + prefill.bootstrapPort().orElseThrow() + ",\"bootstrap_room\":";
+    for (int room = 21; room <= 22; room++) {
+      String body = completion(LONG_PROMPT, extra + room);
+      CompletableFuture<HttpResponse<String>> p = CompletableFuture.supplyAsync(() -> completionCall(prefill, body));
+      List<JsonNode> d = events(completionCall(decode, body).body());
+      List<JsonNode> pe = events(p.get().body());
+      if (room == 22) {
+        long prefillCached = pe.get(pe.size() - 1).path("usage").path("prompt_tokens_details").path("cached_tokens").asLong();
+        assertThat(prefillCached).isPositive();
+        assertThat(d).allSatisfy(e -> assertThat(e.path("object").asText()).isEqualTo("text_completion"));
+        assertThat(d.get(0).path("id").asText()).isEqualTo("cmpl-" + Long.toHexString(22));
+        assertThat(d.get(0).path("choices").get(0).path("text").asText()).as("no role chunk").isNotEmpty();
+        assertThat(d.get(d.size() - 1).path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(prefillCached);
+        assertThat(d.get(d.size() - 1).path("usage").path("completion_tokens").asLong()).isEqualTo(4);
+      }
+    }
+  }
+
+  private static HttpResponse<String> completionCall(EngineWorker worker, String body) {
+    try {
+      return WorkerCalls.postCompletion(worker, body);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   @Test

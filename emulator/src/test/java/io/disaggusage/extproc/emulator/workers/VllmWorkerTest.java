@@ -2,9 +2,11 @@ package io.disaggusage.extproc.emulator.workers;
 
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.LONG_PROMPT;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.chat;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.completion;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.events;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.json;
 import static io.disaggusage.extproc.emulator.workers.WorkerCalls.post;
+import static io.disaggusage.extproc.emulator.workers.WorkerCalls.postCompletion;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -135,6 +137,62 @@ class VllmWorkerTest extends WorkerPairTest {
         .as("its own cache's hits, not the NIXL count").isEqualTo((prompt - 1) / 16 * 16);
     assertThat(post(decode, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_prefill\":false}")).statusCode())
         .as("a decode leg without the prefill's handoff is still refused").isEqualTo(400);
+  }
+
+  /** SMG's connector-less vLLM mode: the prefill gets the client's body capped to one token, no transfer asked. */
+  @Test
+  void prefillServesARequestWithoutKvTransferParamsWholeOnItsOwnCache() throws Exception {
+    start(UsageVariant.BUG);
+    String plain = chat(LONG_PROMPT, "\"max_tokens\":1,\"stream\":false");
+    JsonNode first = json(post(prefill, plain, "X-Request-Id", REQUEST_ID).body());
+    assertThat(first.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    assertThat(first.path("kv_transfer_params").isNull()).as("no transfer asked, none offered").isTrue();
+    long prompt = first.path("usage").path("prompt_tokens").asLong();
+    assertThat(first.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isZero();
+    assertThat(first.path("usage").path("completion_tokens").asLong()).isEqualTo(1);
+    JsonNode repeat = json(post(prefill, plain, "X-Request-Id", REQUEST_ID).body());
+    assertThat(repeat.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong())
+        .as("its own cache's hits").isEqualTo((prompt - 1) / 16 * 16);
+    assertThat(post(prefill, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_decode\":false}")).statusCode())
+        .as("a prefill leg that does not announce the remote decode is still refused").isEqualTo(400);
+  }
+
+  /** {@code /v1/completions}: the same legs, vLLM 0.32's text_completion members, ids {@code cmpl-…}. */
+  @Test
+  void completionsAnswerInTheTextCompletionShape() throws Exception {
+    start(UsageVariant.BUG);
+    String prefillBody = completion(LONG_PROMPT, PREFILL_PARAMS);
+    postCompletion(prefill, prefillBody, "X-Request-Id", "warm");
+    JsonNode prefilled = json(postCompletion(prefill, prefillBody, "X-Request-Id", REQUEST_ID).body());
+    assertThat(prefilled.path("id").asText()).isEqualTo("cmpl-" + REQUEST_ID);
+    assertThat(prefilled.path("object").asText()).isEqualTo("text_completion");
+    assertThat(fieldNames(prefilled)).containsExactly("id", "object", "created", "model", "choices", "service_tier",
+        "system_fingerprint", "usage", "kv_transfer_params", "ec_transfer_params", "metrics");
+    assertThat(fieldNames(prefilled.path("choices").get(0))).containsExactly("index", "text", "logprobs", "finish_reason",
+        "stop_reason", "token_ids", "prompt_logprobs", "prompt_token_ids", "routed_experts");
+    long prompt = prefilled.path("usage").path("prompt_tokens").asLong();
+    assertThat(prompt).as("a begin marker and the prompt's words: no chat template")
+        .isEqualTo(json(post(prefill, chat(LONG_PROMPT, PREFILL_PARAMS)).body()).path("usage").path("prompt_tokens").asLong() - 2);
+    assertThat(prefilled.path("usage").path("prompt_tokens_details").toString())
+        .isEqualTo("{\"cached_tokens\":" + (prompt - 1) / 16 * 16 + ",\"created_cache_tokens\":null,\"multimodal_tokens\":null}");
+    assertThat(prefilled.path("kv_transfer_params").path("remote_request_id").asText()).startsWith("cmpl-" + REQUEST_ID + "-");
+
+    String decodeBody = completion(LONG_PROMPT, "\"max_tokens\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+        + "\"kv_transfer_params\":" + prefilled.path("kv_transfer_params"));
+    List<JsonNode> stream = events(postCompletion(decode, decodeBody, "X-Request-Id", REQUEST_ID).body());
+    assertThat(stream).hasSize(4).allSatisfy(e -> assertThat(e.path("object").asText()).isEqualTo("text_completion"));
+    assertThat(fieldNames(stream.get(0).path("choices").get(0))).as("no role chunk: text from the first")
+        .containsExactly("index", "text", "logprobs", "finish_reason", "stop_reason", "prompt_token_ids", "token_ids");
+    JsonNode usage = stream.get(3).path("usage");
+    assertThat(usage.path("prompt_tokens_details").toString()).isEqualTo("{\"cached_tokens\":" + (prompt - 1) + "}");
+    assertThat(usage.path("completion_tokens").asLong()).isEqualTo(3);
+    assertThat(stream.get(3).path("system_fingerprint").isTextual()).isTrue();
+  }
+
+  private static List<String> fieldNames(JsonNode node) {
+    List<String> names = new java.util.ArrayList<>();
+    node.fieldNames().forEachRemaining(names::add);
+    return names;
   }
 
   @Test

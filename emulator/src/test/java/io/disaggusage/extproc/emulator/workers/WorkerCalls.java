@@ -26,8 +26,17 @@ final class WorkerCalls {
 
   /** POSTs a binary body (MessagePack, as TensorRT-LLM's orchestrator sends) with the JSON content type. */
   static HttpResponse<String> post(EngineWorker worker, byte[] body, String... headers) throws Exception {
+    return postTo(worker, "v1/chat/completions", body, headers);
+  }
+
+  /** POSTs {@code body} to the worker's legacy completions, with header name/value pairs. */
+  static HttpResponse<String> postCompletion(EngineWorker worker, String body, String... headers) throws Exception {
+    return postTo(worker, "v1/completions", body.getBytes(java.nio.charset.StandardCharsets.UTF_8), headers);
+  }
+
+  private static HttpResponse<String> postTo(EngineWorker worker, String path, byte[] body, String... headers) throws Exception {
     HttpRequest.Builder request =
-        HttpRequest.newBuilder(worker.url().resolve("v1/chat/completions"))
+        HttpRequest.newBuilder(worker.url().resolve(path))
             .timeout(Duration.ofSeconds(20))
             .header("content-type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofByteArray(body));
@@ -67,6 +76,11 @@ final class WorkerCalls {
   static String chat(String content, String extra) {
     return "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}]"
         + (extra.isEmpty() ? "" : "," + extra) + "}";
+  }
+
+  /** A legacy completions request body with {@code prompt}: {@code extra} is spliced in as further top-level fields. */
+  static String completion(String prompt, String extra) {
+    return "{\"model\":\"m\",\"prompt\":\"" + prompt + "\"" + (extra.isEmpty() ? "" : "," + extra) + "}";
   }
 
   /** A prompt long enough to fill several 16-token cache blocks. */

@@ -12,19 +12,21 @@ import io.disaggusage.extproc.emulator.engines.WorkerReply.TokenCounts;
 import java.util.List;
 
 /**
- * A vLLM decode worker ({@code kv_role: kv_both}): a request with {@code kv_transfer_params} is the
- * decode leg of a P/D pair ({@link EngineLegHandler}); a request without any is served whole, as vLLM
- * serves it when no transfer is asked for — prefilled on the worker's own prefix cache, its usage that
- * cache's hits (no transfer, so no miscount). Proxies send such a request when the prefill failed
- * (llm-d's pd-sidecar falls back to its decoder with the client's bytes on a prefill 5xx).
+ * A vLLM worker of either role: a request with {@code kv_transfer_params} is a leg of a P/D pair
+ * ({@link EngineLegHandler}); a request without any is served whole, as vLLM serves it when no transfer
+ * is asked for — prefilled on the worker's own prefix cache, its usage that cache's hits (no transfer, so
+ * no miscount), {@code kv_transfer_params: null} in the answer. Proxies send such a request to a decode
+ * worker when the prefill failed (llm-d's pd-sidecar falls back to its decoder with the client's bytes on a
+ * prefill 5xx), and to both workers when no KV connector is named (SMG's connector-less vLLM mode: the
+ * prefill gets the client's body capped to one token, the decode the client's body).
  */
-final class VllmDecodeHandler implements CompletionHandler {
+final class VllmWorkerHandler implements CompletionHandler {
   private final WordTokenizer tokenizer = new WordTokenizer();
-  private final CompletionHandler decodeLeg;
+  private final CompletionHandler leg;
   private final PrefixCache ownCache;
 
-  VllmDecodeHandler(CompletionHandler decodeLeg, PrefixCache ownCache) {
-    this.decodeLeg = decodeLeg;
+  VllmWorkerHandler(CompletionHandler leg, PrefixCache ownCache) {
+    this.leg = leg;
     this.ownCache = ownCache;
   }
 
@@ -37,15 +39,15 @@ final class VllmDecodeHandler implements CompletionHandler {
       return e.reply();
     }
     if (request.has("kv_transfer_params")) {
-      return decodeLeg.complete(recorded);
+      return leg.complete(recorded);
     }
     try {
-      int[] prompt = tokenizer.encodeChat(OpenAiWire.messages(request));
+      int[] prompt = OpenAiWire.prompt(tokenizer, request);
       AnswerShape shape = AnswerShape.of(request);
       int cached = ownCache.prefill(prompt);
       List<String> pieces = OpenAiWire.answerPieces(tokenizer, shape.maxTokens());
       List<String> ids = recorded.headerValues("x-request-id");
-      String id = "chatcmpl-" + (ids.isEmpty() ? "" : ids.get(0));
+      String id = VllmEngine.idPrefix(recorded.path()) + (ids.isEmpty() ? "" : ids.get(0));
       return OpenAiWire.answer(
           OpenAiWire.Style.VLLM, id, request.path("model").asText(), pieces, OpenAiWire.finishReason(tokenizer, pieces.size()),
           prompt.length, cached, VllmEngine.createdCache(prompt.length, cached, ownCache.blockTokens()), shape, new TokenCounts(prompt.length, cached, (long) pieces.size() * shape.choices()));
