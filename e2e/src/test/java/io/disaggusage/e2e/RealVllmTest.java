@@ -263,25 +263,55 @@ class RealVllmTest {
     }
   }
 
+  /**
+   * SMG 1.13 in its vLLM NIXL mode (workers registered through {@code POST /workers}) in front of the real
+   * pair through Envoy: SMG sends no {@code x-request-id}, so Envoy gives each leg its own, and the legs are
+   * joined by the prefill's {@code remote_request_id} SMG relays to the decode request.
+   */
+  @ParameterizedTest(name = "SMG 1.13 (vLLM NIXL) in front of the real pair through Envoy: curl, stream={0}, fresh and repeated")
+  @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+  void smgClientsReadTheTruth(boolean stream) {
+    routedFlowsReadTheTruth("real-vllm-smg-" + stream, RouterKind.SMG_NIXL, stream, decode -> {
+      Exchange prefill = stack.prefill.last(Shape.CHAT_JSON.path);
+      assertThat(decode.requestId()).as("Envoy's id per leg: SMG sends none").isNotEqualTo(prefill.requestId());
+      JsonNode handedOn = RouterClients.parseJson(decode.requestText()).path("kv_transfer_params");
+      assertThat(handedOn).as("the prefill's kv_transfer_params, relayed")
+          .isEqualTo(RouterClients.parseJson(prefill.responseText()).path("kv_transfer_params"));
+      assertThat(handedOn.path("remote_request_id").asText()).startsWith("chatcmpl-" + prefill.requestId() + "-");
+      return prefill;
+    });
+  }
+
   @ParameterizedTest(name = "vllm-router 0.1.17 in front of the real pair through Envoy: curl, stream={0}, fresh and repeated")
   @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
   void vllmRouterClientsReadTheTruth(boolean stream) {
-    try (RouterProcess router = RouterProcess.start("real-vllm-router-" + stream, RouterKind.VLLM_ROUTER,
-        stack.envoy.contextUrl(""), 0, stack.envoy.generationUrl(""))) {
+    routedFlowsReadTheTruth("real-vllm-router-" + stream, RouterKind.VLLM_ROUTER, stream, decode -> {
+      assertThat(decode.requestId()).as("vllm-router's id on both legs").startsWith("___prefill_addr_");
+      return stack.prefill.only(Shape.CHAT_JSON.path, decode.requestId());
+    });
+  }
+
+  /**
+   * A fresh prompt and the same again through {@code kind} in front of the real pair: the client reads the
+   * two legs' truth, logged and counted; {@code prefillOf} finds the prefill leg of a decode leg (and checks
+   * what the router sent).
+   */
+  private static void routedFlowsReadTheTruth(
+      String name, RouterKind kind, boolean stream, java.util.function.UnaryOperator<Exchange> prefillOf) {
+    try (RouterProcess router = RouterProcess.start(name, kind, stack.envoy.contextUrl(""), 0, stack.envoy.generationUrl(""))) {
       String body = (stream ? Shape.CHAT_SSE : Shape.CHAT_JSON).body(freshPrompt(), 8);
       for (int i = 0; i < 2; i++) {
         long before = rewritten();
         int lines = stack.generationLines(Shape.CHAT_JSON.path).size();
         String client = RouterClients.curl(router.url(Shape.CHAT_JSON.path), body, stream);
         Exchange decode = stack.decode.last(Shape.CHAT_JSON.path);
-        Exchange prefill = stack.prefill.only(Shape.CHAT_JSON.path, decode.requestId());
-        assertThat(decode.requestId()).as("vllm-router's id on both legs").startsWith("___prefill_addr_");
+        Exchange prefill = prefillOf.apply(decode);
         JsonNode c = RouterClients.parseJson(prefill.responseText()).path("usage");
         List<JsonNode> engine = RealFlowCheck.usageObjects(decode.responseText(), stream);
         JsonNode g = engine.get(engine.size() - 1);
-        JsonNode read = RouterClients.usage(client, stream);
         JsonNode want = RealFlowCheck.expected(c, g, false);
-        assertThat(RouterClients.read(read)).as("the client's usage; the legs: %s, %s", c, g).isEqualTo(RouterClients.read(want));
+        assertThat(RouterClients.read(RouterClients.usage(client, stream)))
+            .as("the client's usage; the legs: %s, %s", c, g).isEqualTo(RouterClients.read(want));
         if (i == 1) {
           assertThat(RouterClients.read(want).cached()).as("the repeat hits the prefill's cache").isPositive();
         }

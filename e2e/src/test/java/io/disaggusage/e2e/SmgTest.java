@@ -233,8 +233,8 @@ class SmgTest {
 
   /**
    * {@code count} generation exchanges, each passed through with the decode's own usage: outcome
-   * {@code passthrough_no_context} in Envoy's access log (no corrected counts) and in the service's counter, and
-   * nothing corrected.
+   * {@code passthrough_no_context} in Envoy's access log (with the decode's own counts, read for counts that
+   * cannot be true) and in the service's counter, and nothing corrected.
    */
   static void assertPassedThrough(RouterDeployment deployment, int count) {
     GenerationLedger ledger = new GenerationLedger(deployment);
@@ -243,7 +243,8 @@ class SmgTest {
     assertThat(ledger.completions()).hasSize(count).allSatisfy(line -> {
       assertThat(line.status()).isEqualTo(200);
       assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo("passthrough_no_context");
-      assertThat(line.field("cached_tokens")).as(line.toString()).isEqualTo("-");
+      assertThat(line.field("cached_tokens")).as(line.toString() + ": the decode's own count, not rewritten")
+          .isEqualTo(line.field("reported_cached_tokens")).isNotEqualTo("-");
     });
     assertThat(ServiceMetrics.exchanges(deployment.service, "generation"))
         .containsExactlyEntriesOf(Map.of("passthrough_no_context", (long) count));
