@@ -252,12 +252,12 @@ public final class Main implements Callable<Integer>, CommandEnvironment {
     return CommandLine.ExitCode.OK;
   }
 
-  /** What {@code --print-config} prints: a comment line, then {@link ConfigLoader#toYaml}. */
+  /** What {@code --print-config} prints: a comment line, then {@link ConfigLoader#toPrintableYaml}. */
   static String printedConfig(Config config) {
     return "# disagg-usage-extproc "
         + Version.current()
-        + " effective configuration (defaults < --config file < environment < flags)\n"
-        + ConfigLoader.toYaml(config);
+        + " effective configuration (defaults < --config file < environment < flags; secrets shown as ***)\n"
+        + ConfigLoader.toPrintableYaml(config);
   }
 
   private static String keysFooter() {

@@ -9,6 +9,7 @@ import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
 import io.disaggusage.extproc.logging.Logging;
 import io.disaggusage.extproc.runtime.ServerRuntime;
+import io.disaggusage.extproc.testkit.FreePorts;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
@@ -162,19 +163,17 @@ class MainTest {
   }
 
   @Test
-  void redisUriLettuceRejectsFailsAtStartupWithExitCode1() {
+  void aRedisUriLettuceRejectsIsAConfigErrorWithExitCode2() {
     Run run =
         run(
             Map.of(),
             "--grpc-port", "0", "--admin-port", "0",
             "--set", "store.type=redis",
             "--set", "store.redis_uri=redis-sentinel://127.0.0.1:26379");
-    assertThat(run.exitCode()).isEqualTo(1);
+    assertThat(run.exitCode()).isEqualTo(2);
     assertThat(run.err())
-        .isEqualTo(
-            "startup error: store.redis_uri: invalid Redis URI redis-sentinel://127.0.0.1:26379: "
-                + "URI must contain the sentinelMasterId"
-                + System.lineSeparator());
+        .startsWith("config error: store.redis_uri: invalid Redis URI \"redis-sentinel://127.0.0.1:26379\": "
+            + "URI must contain the sentinelMasterId");
   }
 
   @Test
@@ -284,6 +283,32 @@ class MainTest {
   }
 
   @Test
+  void printConfigAndConfigErrorsNeverShowASecret() {
+    Map<String, String> env =
+        Map.of(
+            "DISAGG_USAGE_STORE_TYPE", "redis",
+            "DISAGG_USAGE_STORE_REDIS_URI", "rediss://app-user:s3cret-redis@redis.example:6380/2",
+            "DISAGG_USAGE_METRICS_OTLP_ENDPOINT", "https://otel:s3cret-endpoint@collector.example:4318",
+            "DISAGG_USAGE_METRICS_OTLP_HEADERS", "authorization=Bearer s3cret-token,x-tenant=s3cret-tenant");
+    Run printed = run(env, "--print-config");
+    assertThat(printed.exitCode()).isZero();
+    assertThat(printed.out())
+        .contains("  redis_uri: \"rediss://***@redis.example:6380/2\"\n")
+        .contains("  otlp.endpoint: \"https://***@collector.example:4318\"\n")
+        .contains("  otlp.headers: [\"authorization=***\", \"x-tenant=***\"]\n")
+        .doesNotContain("s3cret");
+
+    Map<String, String> wrong = new java.util.HashMap<>(env);
+    wrong.put("DISAGG_USAGE_STORE_REDIS_URI", "redis-sentinel://:s3cret-redis@s1:26379,s2:26379/0");
+    Run refused = run(wrong, "--print-config");
+    assertThat(refused.exitCode()).isEqualTo(2);
+    assertThat(refused.err())
+        .contains("store.redis_uri: invalid Redis URI \"redis-sentinel://***@s1:26379,s2:26379/0\": URI must contain the sentinelMasterId")
+        .doesNotContain("s3cret");
+    assertThat(refused.out()).doesNotContain("s3cret");
+  }
+
+  @Test
   void printConfigWithABadValueExitsWith2NamingTheKey() {
     Run run = run(Map.of("DISAGG_USAGE_STORE_TTL", "1s"), "--print-config");
 
@@ -324,5 +349,48 @@ class MainTest {
     assertThat(line.get("message").asText()).startsWith("disagg-usage-extproc ").contains("grpc port");
     assertThat(line.get("timestamp").asText()).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z");
     assertThat(line.has("thread")).isTrue();
+  }
+
+  /**
+   * A server started with secrets in every key that takes them, Redis unreachable (so the store's
+   * connection errors are logged too) and an OTLP exporter: nothing it writes, out or err, at DEBUG,
+   * carries one of them.
+   */
+  @Test
+  void noOutputOfARunningServerCarriesASecretItWasGiven() throws Exception {
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    PrintStream stdout = System.out;
+    PrintStream stderr = System.err;
+    PrintStream both = new PrintStream(captured, true, StandardCharsets.UTF_8);
+    System.setOut(both);
+    System.setErr(both);
+    Run result;
+    try {
+      Map<String, String> env =
+          Map.of(
+              "DISAGG_USAGE_STORE_TYPE", "redis",
+              "DISAGG_USAGE_STORE_REDIS_URI", "redis://app-user:s3cret-redis@127.0.0.1:" + FreePorts.next() + "/1",
+              "DISAGG_USAGE_METRICS_OTLP_ENDPOINT", "http://otel:s3cret-endpoint@127.0.0.1:" + FreePorts.next(),
+              "DISAGG_USAGE_METRICS_OTLP_HEADERS", "authorization=Bearer s3cret-token",
+              "DISAGG_USAGE_LOGGING_LEVEL", "debug");
+      // Up long enough for the store to fail to connect and log it, then shut down.
+      Main main = new Main(env, runtime -> CompletableFuture.runAsync(() -> {
+        try {
+          Thread.sleep(1500);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        runtime.close();
+      }));
+      result = CompletableFuture.supplyAsync(() -> run(main, "--grpc-port", "0", "--admin-port", "0"))
+          .get(60, TimeUnit.SECONDS);
+    } finally {
+      System.setOut(stdout);
+      System.setErr(stderr);
+      Logging.useFormat(Config.LogFormat.TEXT);
+    }
+    String output = captured.toString(StandardCharsets.UTF_8) + result.out() + result.err();
+    assertThat(output).as("the server ran and logged").contains(" started in ");
+    assertThat(output).doesNotContain("s3cret");
   }
 }

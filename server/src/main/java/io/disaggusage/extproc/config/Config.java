@@ -189,7 +189,7 @@ public record Config(
   public record Store(
       @Default("memory") StoreType type,
       @Default("1m") Duration ttl,
-      @Default("redis://127.0.0.1:6379") String redisUri,
+      @Default("redis://127.0.0.1:6379") @Secret(Secret.Part.URI_CREDENTIALS) String redisUri,
       @Default("100000") long maxEntries,
       @Default("disagg_usage:") String keyPrefix,
       @Default("50ms") Duration redisTimeout,
@@ -248,10 +248,10 @@ public record Config(
    *     never logged
    */
   public record Otlp(
-      @Default("") String endpoint,
+      @Default("") @Secret(Secret.Part.URI_CREDENTIALS) String endpoint,
       @Default("1m") Duration interval,
       @Default("10s") Duration timeout,
-      @Default("") List<String> headers) {
+      @Default("") @Secret(Secret.Part.ENTRY_VALUES) List<String> headers) {
 
     public Otlp {
       endpoint = endpoint.trim();
@@ -310,4 +310,23 @@ public record Config(
   @Retention(RetentionPolicy.RUNTIME)
   @Target(ElementType.RECORD_COMPONENT)
   public @interface Bytes {}
+
+  /**
+   * Marks a key whose value may carry a secret, and which part of it: {@code --print-config} and every
+   * message that quotes the value show that part as {@code ***}.
+   */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.RECORD_COMPONENT)
+  public @interface Secret {
+    /** What of the value is secret. */
+    Part value();
+
+    /** The secret part of a value. */
+    enum Part {
+      /** The user-info of a URI ({@code redis://user:password@host}: user and password). */
+      URI_CREDENTIALS,
+      /** The value of each {@code name=value} entry (headers such as {@code authorization=...}). */
+      ENTRY_VALUES
+    }
+  }
 }

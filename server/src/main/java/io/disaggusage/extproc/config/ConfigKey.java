@@ -36,8 +36,9 @@ import java.util.stream.StreamSupport;
  * @param kind how the value is written
  * @param type the component's class (the enum class of an {@link Kind#ENUM})
  * @param defaultText the embedded default, as written in an environment variable
+ * @param secret the part of the value that may be a secret ({@link Config.Secret}), or null
  */
-record ConfigKey(String path, Kind kind, Class<?> type, String defaultText) {
+record ConfigKey(String path, Kind kind, Class<?> type, String defaultText, Config.Secret.Part secret) {
 
   private static final PropertyNamingStrategies.NamingBase SNAKE_CASE =
       (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
@@ -98,7 +99,9 @@ record ConfigKey(String path, Kind kind, Class<?> type, String defaultText) {
       if (declared == null) {
         throw new IllegalStateException("configuration key " + path + " declares no @Default");
       }
-      keys.add(new ConfigKey(path, kindOf(component, path), component.getType(), declared.value()));
+      Config.Secret secret = component.getAnnotation(Config.Secret.class);
+      keys.add(new ConfigKey(
+          path, kindOf(component, path), component.getType(), declared.value(), secret == null ? null : secret.value()));
     }
     return keys;
   }
@@ -125,6 +128,17 @@ record ConfigKey(String path, Kind kind, Class<?> type, String defaultText) {
                   throw new IllegalStateException(a.path() + " and " + b.path() + " share a name");
                 },
                 LinkedHashMap::new));
+  }
+
+  /** {@code text}, one value or list item of this key as written, with its secret part shown as {@code ***}. */
+  String masked(String text) {
+    if (secret == null || text.isEmpty()) {
+      return text;
+    }
+    return switch (secret) {
+      case URI_CREDENTIALS -> io.disaggusage.extproc.logging.LogText.withoutCredentials(text);
+      case ENTRY_VALUES -> text.indexOf('=') < 0 ? "***" : text.substring(0, text.indexOf('=') + 1) + "***";
+    };
   }
 
   /** True when {@code path} groups further keys, as {@code grpc.tls} groups {@code grpc.tls.cert_file}. */

@@ -152,6 +152,15 @@ public final class ConfigLoader {
   }
 
   /**
+   * {@link #toYaml} with every secret shown as {@code ***} (a URI's user and password, each header's
+   * value: the keys marked {@link Config.Secret}): what {@code --print-config} prints, which people
+   * paste into tickets and logs keep.
+   */
+  public static String toPrintableYaml(Config config) {
+    return ConfigYamlWriter.write(ConfigTree.of(config), true);
+  }
+
+  /**
    * Parses a duration: {@code 250ms}, {@code 2s}, {@code 1m}, {@code 1h}, combinations such as {@code
    * 1m30s}, or ISO-8601 such as {@code PT2S}.
    *

@@ -1,10 +1,9 @@
 package io.disaggusage.extproc.config;
 
 import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.store.RedisUris;
 import static io.disaggusage.extproc.config.ConfigLoader.formatDuration;
 
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -42,8 +41,6 @@ final class ConfigValidator {
 
   private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9_.-]+");
   private static final Pattern KEY_PREFIX = Pattern.compile("[A-Za-z0-9_.:-]{1,64}");
-  private static final Set<String> REDIS_SCHEMES =
-      Set.of("redis", "rediss", "redis-sentinel", "rediss-sentinel");
 
   private final ConfigProblems problems;
 
@@ -116,11 +113,14 @@ final class ConfigValidator {
 
   private void validateStore(Config.Store store) {
     if (store.type() == Config.StoreType.REDIS) {
-      String problem = redisUriProblem(store.redisUri());
-      if (problem != null) {
-        problems.invalid("store.redis_uri", problem);
-      } else if (store.redisCluster() && store.redisUri().trim().toLowerCase(Locale.ROOT).contains("-sentinel:")) {
+      if (store.redisCluster() && store.redisUri().trim().toLowerCase(Locale.ROOT).contains("-sentinel:")) {
         problems.invalid("store.redis_cluster", "cannot be combined with a Sentinel store.redis_uri");
+      } else {
+        try {
+          RedisUris.parse(store.redisUri(), store.redisCluster()); // the parser the store connects with
+        } catch (IllegalArgumentException e) {
+          problems.invalid("store.redis_uri", e.getMessage());
+        }
       }
     }
     if (!KEY_PREFIX.matcher(store.keyPrefix()).matches()) {
@@ -244,22 +244,6 @@ final class ConfigValidator {
     }
     if (!Files.isReadable(path)) {
       return "file " + path + " is not readable by this process";
-    }
-    return null;
-  }
-
-  private static String redisUriProblem(String text) {
-    URI uri;
-    try {
-      uri = new URI(text.trim());
-    } catch (URISyntaxException e) {
-      return "invalid URI \"" + text + "\": " + e.getReason();
-    }
-    if (uri.getScheme() == null || !REDIS_SCHEMES.contains(uri.getScheme().toLowerCase(Locale.ROOT))) {
-      return "\"" + text + "\" must be a redis://, rediss://, redis-sentinel:// or rediss-sentinel:// URI";
-    }
-    if (uri.getHost() == null || uri.getHost().isEmpty()) {
-      return "\"" + text + "\" has no host (expected e.g. redis://redis.example:6379)";
     }
     return null;
   }

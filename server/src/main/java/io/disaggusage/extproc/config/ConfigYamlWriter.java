@@ -25,6 +25,11 @@ final class ConfigYamlWriter {
 
   /** The keys of {@code tree} (canonical values, as {@link ConfigKey} reads them) as YAML. */
   static String write(JsonNode tree) {
+    return write(tree, false);
+  }
+
+  /** As {@link #write(JsonNode)}; with {@code masked}, the secret part of each value as {@code ***}. */
+  static String write(JsonNode tree, boolean masked) {
     StringBuilder yaml = new StringBuilder();
     String section = null;
     for (ConfigKey key : ConfigKey.ALL) {
@@ -36,16 +41,17 @@ final class ConfigYamlWriter {
       yaml.append("  ")
           .append(path, section.length() + 1, path.length())
           .append(": ")
-          .append(value(key, tree.at(key.pointer())))
+          .append(value(key, tree.at(key.pointer()), masked))
           .append('\n');
     }
     return yaml.toString();
   }
 
-  private static String value(ConfigKey key, JsonNode node) {
+  private static String value(ConfigKey key, JsonNode node, boolean masked) {
+    java.util.function.UnaryOperator<String> shown = masked ? key::masked : text -> text;
     return switch (key.kind()) {
-      case STRING, ENUM -> string(key.format(node), PLAIN_YAML_BLOCK);
-      case LIST -> ConfigKey.items(node).map(item -> string(item, PLAIN_YAML)).collect(Collectors.joining(", ", "[", "]"));
+      case STRING, ENUM -> string(shown.apply(key.format(node)), PLAIN_YAML_BLOCK);
+      case LIST -> ConfigKey.items(node).map(item -> string(shown.apply(item), PLAIN_YAML)).collect(Collectors.joining(", ", "[", "]"));
       default -> key.format(node);
     };
   }

@@ -115,7 +115,7 @@ final class RedisConnection implements AutoCloseable {
   /**
    * A connection not started yet ({@link #start()}).
    *
-   * @param uri a {@code redis://}, {@code rediss://} or {@code redis-sentinel://} URI ({@link #parseUri})
+   * @param uri {@code store.redis_uri} ({@link RedisUris}: one node, a Sentinel set, or Cluster seeds)
    * @param cluster whether to use Lettuce's cluster client
    * @param timeout the budget of every command
    * @param channel the pub/sub channel whose messages go to {@code listener}
@@ -134,11 +134,14 @@ final class RedisConnection implements AutoCloseable {
       List<String> probeKeys,
       Listener listener,
       ScheduledExecutorService timer) {
-    this.uri = parseUri(uri);
-    this.uri.setTimeout(CONNECT_TIMEOUT);
-    this.uri.setClientName("disagg-usage-extproc");
+    List<RedisURI> nodes = RedisUris.parse(uri, cluster);
+    for (RedisURI node : nodes) {
+      node.setTimeout(CONNECT_TIMEOUT);
+      node.setClientName("disagg-usage-extproc");
+    }
+    this.uri = nodes.get(0);
     this.timer = timer;
-    this.target = describe(this.uri);
+    this.target = RedisUris.describe(nodes);
     this.channel = channel;
     this.probe = probe;
     this.probeKeys = probeKeys;
@@ -150,7 +153,7 @@ final class RedisConnection implements AutoCloseable {
             .reconnectDelay(Delay.exponential(RECONNECT_MIN, RECONNECT_MAX, 2, TimeUnit.MILLISECONDS))
             .build();
     if (cluster) {
-      RedisClusterClient clusterClient = RedisClusterClient.create(resources, this.uri);
+      RedisClusterClient clusterClient = RedisClusterClient.create(resources, nodes); // every seed
       clusterClient.setOptions(
           commonOptions(ClusterClientOptions.builder(), timeout)
               .topologyRefreshOptions(
@@ -187,25 +190,6 @@ final class RedisConnection implements AutoCloseable {
     healthTask =
         timer.scheduleWithFixedDelay(
             this::checkHealth, HEALTH_INTERVAL.toMillis(), HEALTH_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
-  }
-
-  /** Parses a Redis URI as Lettuce does; the error names what is wrong without repeating a password. */
-  static RedisURI parseUri(String text) {
-    try {
-      RedisURI uri = RedisURI.create(text.trim());
-      boolean sentinel = uri.getSentinels() != null && !uri.getSentinels().isEmpty();
-      if (!sentinel && (uri.getHost() == null || uri.getHost().isEmpty())) {
-        throw new IllegalArgumentException("no host");
-      }
-      return uri;
-    } catch (RuntimeException e) {
-      String reason =
-          e instanceof NumberFormatException
-              ? "the database (path) must be a number"
-              : e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-      throw new IllegalArgumentException(
-          "invalid Redis URI " + LogText.withoutCredentials(text) + ": " + LogText.withoutCredentials(reason), e);
-    }
   }
 
   // -------------------------------------------------------------------------------------------
@@ -496,14 +480,6 @@ final class RedisConnection implements AutoCloseable {
   private static String describe(Throwable e) {
     String message = e.getMessage();
     return e.getClass().getSimpleName() + (message == null ? "" : ": " + LogText.withoutCredentials(message));
-  }
-
-  /** {@code host:port} (or the Sentinel master id) for logs: never credentials. */
-  private static String describe(RedisURI uri) {
-    if (uri.getSentinels() != null && !uri.getSentinels().isEmpty()) {
-      return "sentinel master " + uri.getSentinelMasterId();
-    }
-    return uri.getHost() + ":" + uri.getPort();
   }
 
   private static Duration min(Duration a, Duration b) {

@@ -236,12 +236,15 @@ class ServerRuntimeTest {
   }
 
   @Test
-  void aRedisUriLettuceRejectsIsAStartupErrorNamingTheKey() {
+  void aRedisUriLettuceRejectsIsAConfigErrorNamingTheKeyWithoutThePassword() {
+    // Checked by the parser the store connects with (RedisUris), before anything starts.
     assertThatThrownBy(
             () -> ServerRuntime.start(config("store.type=redis", "store.redis_uri=redis://user:s3cret@127.0.0.1:6379/x")))
-        .isInstanceOf(StartupException.class)
-        .hasMessage(
-            "store.redis_uri: invalid Redis URI redis://***@127.0.0.1:6379/x: the database (path) must be a number");
+        .isInstanceOf(io.disaggusage.extproc.config.ConfigException.class)
+        .hasMessageContaining(
+            "store.redis_uri: invalid Redis URI \"redis://***@127.0.0.1:6379/x\": the database (path) must be a number")
+        .message()
+        .doesNotContain("s3cret");
   }
 
   @Test

@@ -300,22 +300,6 @@ class RedisContextUsageStoreTest {
   }
 
   @Test
-  void invalidUriIsRejectedWithoutRepeatingThePassword() {
-    assertThatThrownBy(() -> RedisConnection.parseUri("redis://user:s3cret@"))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("invalid Redis URI redis://***@")
-        .message()
-        .doesNotContain("s3cret");
-    assertThatThrownBy(() -> RedisConnection.parseUri("http://user:s3cret@redis:6379"))
-        .isInstanceOf(IllegalArgumentException.class)
-        .message()
-        .doesNotContain("s3cret");
-    assertThat(RedisConnection.parseUri("rediss://default:pw@redis.example:6380/2").isSsl()).isTrue();
-    assertThat(RedisConnection.parseUri("redis-sentinel://s1:26379,s2:26379/0#mymaster").getSentinelMasterId())
-        .isEqualTo("mymaster");
-  }
-
-  @Test
   void theDocumentedConfigurationAndValueAreWhatTheServiceReads() throws Exception {
     String doc =
         java.nio.file.Files.readString(
