@@ -15,25 +15,19 @@ final class Http {
   private Http() {}
 
   static HttpResponse<String> get(String url) {
-    try {
-      return CLIENT.send(
-          HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).GET().build(),
-          HttpResponse.BodyHandlers.ofString());
-    } catch (IOException e) {
-      return null;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
+    return send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).GET().build());
   }
 
   /** A POST of a JSON {@code body}; null when nothing answers. */
   static HttpResponse<String> postJson(String url, String body) {
+    return send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5))
+        .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build());
+  }
+
+  /** The answer as text; null when nothing answers. */
+  private static HttpResponse<String> send(HttpRequest request) {
     try {
-      return CLIENT.send(
-          HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).header("content-type", "application/json")
-              .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-          HttpResponse.BodyHandlers.ofString());
+      return CLIENT.send(request, HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       return null;
     } catch (InterruptedException e) {

@@ -9,7 +9,6 @@ import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -113,7 +112,7 @@ final class ConfigValidator {
 
   private void validateStore(Config.Store store) {
     if (store.type() == Config.StoreType.REDIS) {
-      if (store.redisCluster() && store.redisUri().trim().toLowerCase(Locale.ROOT).contains("-sentinel:")) {
+      if (store.redisCluster() && RedisUris.isSentinel(store.redisUri())) {
         problems.invalid("store.redis_cluster", "cannot be combined with a Sentinel store.redis_uri");
       } else {
         try {

@@ -30,13 +30,11 @@ public final class RedisUris {
   public static List<RedisURI> parse(String text, boolean cluster) {
     String trimmed = text.trim();
     String shown = "\"" + LogText.withoutCredentials(trimmed) + "\"";
-    int colon = trimmed.indexOf("://");
-    String scheme = colon < 0 ? "" : trimmed.substring(0, colon).toLowerCase(Locale.ROOT);
-    if (!SCHEMES.contains(scheme)) {
+    if (!SCHEMES.contains(scheme(trimmed))) {
       throw new IllegalArgumentException(
           shown + " must be a redis://, rediss://, redis-sentinel:// or rediss-sentinel:// URI");
     }
-    boolean sentinel = scheme.endsWith("-sentinel");
+    boolean sentinel = isSentinel(trimmed);
     if (sentinel && cluster) {
       throw new IllegalArgumentException(shown + " is a Sentinel URI: a Cluster is named by its seed nodes, redis://h1,h2");
     }
@@ -49,7 +47,10 @@ public final class RedisUris {
           : e.getMessage() == null ? e.getClass().getSimpleName() : LogText.withoutCredentials(e.getMessage());
       throw new IllegalArgumentException("invalid Redis URI " + shown + ": " + reason, e);
     }
-    RedisURI first = nodes.isEmpty() ? null : nodes.get(0);
+    if (nodes.isEmpty()) {
+      throw new IllegalArgumentException(shown + " has no host (expected e.g. redis://redis.example:6379)");
+    }
+    RedisURI first = nodes.get(0);
     if (sentinel) {
       if (first.getSentinels().isEmpty() || first.getSentinelMasterId() == null || first.getSentinelMasterId().isBlank()) {
         throw new IllegalArgumentException(
@@ -67,6 +68,16 @@ public final class RedisUris {
       }
     }
     return nodes;
+  }
+
+  /** Whether {@code text} names a Sentinel set ({@code redis-sentinel://}, {@code rediss-sentinel://}). */
+  public static boolean isSentinel(String text) {
+    return scheme(text.trim()).endsWith("-sentinel");
+  }
+
+  private static String scheme(String trimmed) {
+    int colon = trimmed.indexOf("://");
+    return colon < 0 ? "" : trimmed.substring(0, colon).toLowerCase(Locale.ROOT);
   }
 
   /** {@code host:port} of each node, or the Sentinel master's name: for log lines, never credentials. */

@@ -58,7 +58,7 @@ final class GenerationLeg implements Leg {
   private CompletableFuture<ContextLookup> contextWait;
   private long contextWaitStart;
   /** The outcome of a response read although it has no context usage; null when it has some. */
-  private Outcome withoutContext;
+  private Outcome missOutcomeRead;
   /** {@link GenerationRewriter#usageReleased} when metadata last went out with a reply. */
   private int usagePublished;
   private boolean abandoned;
@@ -128,7 +128,7 @@ final class GenerationLeg implements Leg {
    */
   private void withoutContext(ReplyQueue.Slot slot, Outcome outcome) {
     if (start.removesInjectedUsage() || services.config().ordering().clampWithoutContext()) {
-      withoutContext = outcome;
+      missOutcomeRead = outcome;
       rewrite(slot, null);
       rewriter.resolveContext(null, outcome);
       return;
@@ -282,12 +282,12 @@ final class GenerationLeg implements Leg {
    */
   private ExchangeReport report() {
     ExchangeReport report = rewriter.report();
-    if (withoutContext == null
+    if (missOutcomeRead == null
         || report.outcome() == Outcome.IMPOSSIBLE_COUNT
         || report.outcome() == Outcome.ERROR) {
       return report;
     }
-    return new ExchangeReport(withoutContext, report.figures(), false, report.model());
+    return new ExchangeReport(missOutcomeRead, report.figures(), false, report.model());
   }
 
   private String namespace() {

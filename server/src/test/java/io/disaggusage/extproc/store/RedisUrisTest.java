@@ -60,6 +60,7 @@ class RedisUrisTest {
       redis://:s3cret@h1:6379,h2:6379              | false | names several hosts: Cluster seed nodes need store.redis_cluster: true
       redis-sentinel://:s3cret@s1:26379,s2:26379/0 | false | URI must contain the sentinelMasterId
       redis-sentinel://s1:26379#mymaster           | true  | is a Sentinel URI
+      redis://:s3cret@,                            | true  | has no host
       """)
   void aWrongUriSaysWhatIsWrongWithoutItsPassword(String uri, boolean cluster, String message) {
     assertThatThrownBy(() -> RedisUris.parse(uri, cluster))
