@@ -69,7 +69,7 @@ public final class FaultyStore extends ForwardingStore {
     ((MemoryContextUsageStore) real).clearEntries();
   }
 
-  /** Completes when the first put has been asked for (whatever the mode). */
+  /** Completes once the first put has been asked for and, if held, queued (whatever the mode). */
   public CompletableFuture<Void> firstPut() {
     return firstPut;
   }
@@ -128,13 +128,22 @@ public final class FaultyStore extends ForwardingStore {
   @Override
   public CompletableFuture<Void> put(
       List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
-    firstPut.complete(null);
-    if (mode != Mode.LATE_WRITES && mode != Mode.HELD) {
+    try {
+      return putIn(mode, keys, fingerprint, usage);
+    } finally {
+      // Only now: a test woken by this may release() at once, and the write must be there to release.
+      firstPut.complete(null);
+    }
+  }
+
+  private CompletableFuture<Void> putIn(
+      Mode current, List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
+    if (current != Mode.LATE_WRITES && current != Mode.HELD) {
       return apply(() -> real.put(keys, fingerprint, usage));
     }
     CompletableFuture<Void> landed = new CompletableFuture<>();
     Runnable write = () -> relay(real.put(keys, fingerprint, usage), landed);
-    if (mode == Mode.HELD) {
+    if (current == Mode.HELD) {
       held.add(write);
     } else {
       later(write);
