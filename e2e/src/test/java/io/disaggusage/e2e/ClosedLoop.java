@@ -1,27 +1,42 @@
 package io.disaggusage.e2e;
 
 import io.disaggusage.e2e.VllmFlow.Outcome;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Closed-loop clients running one flow after another through a stack, counting each flow's outcome per
  * phase of a fault test ("healthy", "redis killed", ...), so a test can assert what each phase cost. A
- * flow that started in one phase and ended in another is counted under "a -> b", in neither.
+ * flow that started in one phase and ended in another is counted under "a -> b", in neither. Every
+ * flow's start, end and outcome are kept, so a test can tell when flows were corrected again after a
+ * fault ({@link #firstCorrectedAfter}).
  */
 final class ClosedLoop implements AutoCloseable {
+  /** One flow, run to its end through a stack under a request id of its own. */
+  interface LoopFlow {
+    Outcome run(Stack stack, String requestId);
+  }
+
+  /** A flow's times ({@link System#nanoTime()}) and outcome. */
+  record Ran(long startNanos, long endNanos, Outcome outcome) {}
+
   private final Stack stack;
-  private final VllmFlow flow;
+  private final LoopFlow flow;
   private final Map<String, Map<Outcome, AtomicInteger>> phases = new ConcurrentHashMap<>();
+  private final Queue<Ran> timeline = new ConcurrentLinkedQueue<>();
   private final AtomicInteger ids = new AtomicInteger();
   private final CompletableFuture<?>[] clients;
   private volatile String phase = "start";
   private volatile boolean running = true;
 
-  ClosedLoop(Stack stack, VllmFlow flow, int concurrency) {
+  ClosedLoop(Stack stack, LoopFlow flow, int concurrency) {
     this.stack = stack;
     this.flow = flow;
     this.clients = new CompletableFuture<?>[concurrency];
@@ -51,10 +66,28 @@ final class ClosedLoop implements AutoCloseable {
     return outcomes(name).getOrDefault(outcome, 0);
   }
 
+  /** Flows of {@code outcome} in every phase. */
+  int total(Outcome outcome) {
+    return (int) timeline.stream().filter(r -> r.outcome() == outcome).count();
+  }
+
+  /**
+   * How long after {@code nanos} ({@link System#nanoTime()}) the first flow that started then or later
+   * ended corrected: an upper bound of the time the service took to use its store again.
+   */
+  Optional<Duration> firstCorrectedAfter(long nanos) {
+    return timeline.stream()
+        .filter(r -> r.outcome() == Outcome.CORRECTED && r.startNanos() >= nanos)
+        .map(r -> Duration.ofNanos(r.endNanos() - nanos))
+        .min(Duration::compareTo);
+  }
+
   private void loop() {
     while (running) {
       String at = phase;
-      Outcome outcome = flow.judge(flow.run(stack, at.replace(' ', '-') + "-" + ids.incrementAndGet()));
+      long start = System.nanoTime();
+      Outcome outcome = flow.run(stack, at.replace(' ', '-') + "-" + ids.incrementAndGet());
+      timeline.add(new Ran(start, System.nanoTime(), outcome));
       // A flow in flight when the fault struck belongs to neither phase.
       String counted = at.equals(phase) ? at : at + " -> " + phase;
       phases.computeIfAbsent(counted, p -> new ConcurrentHashMap<>()).computeIfAbsent(outcome, o -> new AtomicInteger()).incrementAndGet();

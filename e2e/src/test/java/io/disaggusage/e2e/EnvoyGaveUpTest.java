@@ -34,7 +34,7 @@ class EnvoyGaveUpTest {
             settings(redis.storeSettings(), "--set", "store.redis_timeout=" + REDIS_TIMEOUT,
                 ServiceProcess.EXCHANGE_LINES[0], ServiceProcess.EXCHANGE_LINES[1]))) {
       VllmFlow flow = new VllmFlow(3, Duration.ofMillis(1)).install(stack);
-      assertThat(flow.judge(flow.run(stack, "before"))).isEqualTo(Outcome.CORRECTED);
+      assertThat(flow.run(stack, "before")).isEqualTo(Outcome.CORRECTED);
       Map<String, Long> contextBefore = ServiceMetrics.exchanges(stack.service(), "context");
       Map<String, Long> generationBefore = ServiceMetrics.exchanges(stack.service(), "generation");
       EnvoyCounters before = EnvoyCounters.read(stack.envoy);
@@ -43,7 +43,7 @@ class EnvoyGaveUpTest {
       Answer answer;
       redis.freeze();
       try {
-        answer = flow.run(stack, "frozen"); // both legs: VllmFlow fails unless each answers 200
+        answer = flow.runLegs(stack, "frozen"); // both legs: VllmFlow fails unless each answers 200
       } finally {
         redis.thaw(); // the lookup, and the write unless it timed out first, land on closed streams
       }
@@ -66,7 +66,7 @@ class EnvoyGaveUpTest {
           + " counted context %s, generation %s%n", release, millis, moved, context, generation);
 
       Processes.await("a corrected flow after SIGCONT", Duration.ofSeconds(10),
-          () -> flow.judge(flow.run(stack, "thawed-" + System.nanoTime())) == Outcome.CORRECTED);
+          () -> flow.run(stack, "thawed-" + System.nanoTime()) == Outcome.CORRECTED);
     }
   }
 

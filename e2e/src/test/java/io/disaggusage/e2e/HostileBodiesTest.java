@@ -81,7 +81,7 @@ class HostileBodiesTest {
         .isTrue();
 
     VllmFlow next = new VllmFlow(2, Duration.ofMillis(1)).install(stack);
-    assertThat(next.judge(next.run(stack, id + "-next"))).isEqualTo(VllmFlow.Outcome.CORRECTED);
+    assertThat(next.run(stack, id + "-next")).isEqualTo(VllmFlow.Outcome.CORRECTED);
   }
 
   private static byte[] utf8(String s) {

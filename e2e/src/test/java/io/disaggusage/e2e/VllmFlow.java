@@ -14,14 +14,17 @@ import java.util.Map;
  * streams {@code events} content events one per chunk, {@code pause} apart, then the usage event and
  * {@code [DONE]} — long enough to kill or freeze the service in the middle.
  */
-final class VllmFlow {
+final class VllmFlow implements ClosedLoop.LoopFlow {
   static final String PREFILL_REQUEST = "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
       + "\"max_tokens\":1,\"stream\":false,\"kv_transfer_params\":{\"do_remote_decode\":true}}";
   static final String DECODE_REQUEST = "{\"model\":\"" + Wire.MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
       + "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"kv_transfer_params\":{\"do_remote_prefill\":true}}";
 
-  /** What the client may read: the corrected stream, or — when the service failed open — the worker's. */
-  enum Outcome { CORRECTED, UNCHANGED, BROKEN }
+  /**
+   * What the client may read: the corrected stream, or — when the service failed open — the worker's.
+   * Anything else is broken, or wrong: the stream intact but with numbers that are not the flow's own.
+   */
+  enum Outcome { CORRECTED, UNCHANGED, WRONG, BROKEN }
 
   final byte[] original;
   final byte[] corrected;
@@ -91,8 +94,13 @@ final class VllmFlow {
     return body;
   }
 
+  @Override
+  public Outcome run(Stack stack, String requestId) {
+    return judge(runLegs(stack, requestId));
+  }
+
   /** Both legs; the decode answer. */
-  Answer run(Stack stack, String requestId) {
+  Answer runLegs(Stack stack, String requestId) {
     Answer prefill = prefill(stack, requestId);
     if (prefill.status() != 200) {
       throw new AssertionError("prefill leg answered " + prefill.status());

@@ -16,6 +16,7 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
@@ -37,6 +38,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,7 +66,29 @@ final class RedisConnection implements AutoCloseable {
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration RECONNECT_MIN = Duration.ofMillis(50);
   private static final Duration RECONNECT_MAX = Duration.ofSeconds(1);
+  /**
+   * The longest pause between Lettuce's attempts to restore a lost connection. Short, because a failover
+   * is seen at an attempt: a Sentinel-managed connection asks the sentinels for the master on each one.
+   * (First connections back off to {@link #RECONNECT_MAX}, each attempt logged.)
+   */
+  private static final Duration RESTORE_MAX = Duration.ofMillis(250);
   private static final int WARM_UP_ATTEMPTS = 50;
+  /**
+   * How often a Cluster client reloads the topology whether or not anything failed: a failover is seen
+   * within this period of completing, even while every command to the dead master fails at once.
+   */
+  static final Duration TOPOLOGY_REFRESH = Duration.ofMillis(500);
+  /**
+   * The least time between two topology reloads an event triggers (a redirection, a node that keeps
+   * failing to reconnect). Lettuce's default, 30 s, would let the reload a failure triggers just before
+   * the failover completes block the one after it.
+   */
+  private static final Duration TRIGGERED_REFRESH_SPACING = Duration.ofMillis(100);
+  /**
+   * How long a Cluster topology query waits for one node. A frozen node accepts connections but never
+   * answers; a longer wait would hold up every reload, and with it the view of a failover, for as long.
+   */
+  static final Duration TOPOLOGY_QUERY_TIMEOUT = Duration.ofMillis(250);
   private static final Duration WARM_UP_PAUSE = Duration.ofMillis(20);
 
   /** A Lua script, run by its SHA-1 and sent whole only when Redis does not know it yet. */
@@ -100,7 +125,9 @@ final class RedisConnection implements AutoCloseable {
   private final String channel;
   private final Script probe;
   private final List<String> probeKeys;
+  private final List<Script> scripts;
   private final Listener listener;
+  private final RedisNodeEvents nodeEvents;
 
   private volatile StatefulConnection<String, String> connection;
   private volatile RedisClusterAsyncCommands<String, String> commands;
@@ -111,6 +138,8 @@ final class RedisConnection implements AutoCloseable {
   private int healthFailures; // touched by probe completions only, one at a time
   private volatile Duration connectDelay = RECONNECT_MIN;
   private volatile ScheduledFuture<?> healthTask;
+  private final AtomicLong lastTopologyReload = new AtomicLong(System.nanoTime());
+  private final AtomicBoolean reloading = new AtomicBoolean();
 
   /**
    * A connection not started yet ({@link #start()}).
@@ -121,6 +150,8 @@ final class RedisConnection implements AutoCloseable {
    * @param channel the pub/sub channel whose messages go to {@code listener}
    * @param probe the first command through a new connection and the periodic health probe
    * @param probeKeys its keys
+   * @param scripts every script the store runs, loaded into Redis on each new connection so the first
+   *     exchanges after a start or a failover need no second round trip (a NOSCRIPT is still handled)
    * @param timer runs reconnect attempts and the probe
    * @throws IllegalArgumentException when {@code uri} is not a Redis URI Lettuce accepts; the message
    *     never contains a password
@@ -132,11 +163,13 @@ final class RedisConnection implements AutoCloseable {
       String channel,
       Script probe,
       List<String> probeKeys,
+      List<Script> scripts,
       Listener listener,
       ScheduledExecutorService timer) {
     List<RedisURI> nodes = RedisUris.parse(uri, cluster);
     for (RedisURI node : nodes) {
-      node.setTimeout(CONNECT_TIMEOUT);
+      // Commands have their own budget (TimeoutOptions below); this one bounds topology queries and handshakes.
+      node.setTimeout(cluster ? TOPOLOGY_QUERY_TIMEOUT : CONNECT_TIMEOUT);
       node.setClientName("disagg-usage-extproc");
     }
     this.uri = nodes.get(0);
@@ -145,19 +178,28 @@ final class RedisConnection implements AutoCloseable {
     this.channel = channel;
     this.probe = probe;
     this.probeKeys = probeKeys;
+    this.scripts = List.copyOf(scripts);
     this.listener = listener;
     this.resources =
         ClientResources.builder()
             .ioThreadPoolSize(2)
             .computationThreadPoolSize(2)
-            .reconnectDelay(Delay.exponential(RECONNECT_MIN, RECONNECT_MAX, 2, TimeUnit.MILLISECONDS))
+            .reconnectDelay(Delay.exponential(RECONNECT_MIN, RESTORE_MAX, 2, TimeUnit.MILLISECONDS))
             .build();
+    // Every key of the store shares one hash tag, so the probe's key names the slot that matters.
+    this.nodeEvents =
+        new RedisNodeEvents(resources.eventBus(), nodes, cluster ? SlotHash.getSlot(probeKeys.get(0)) : null);
     if (cluster) {
       RedisClusterClient clusterClient = RedisClusterClient.create(resources, nodes); // every seed
       clusterClient.setOptions(
           commonOptions(ClusterClientOptions.builder(), timeout)
               .topologyRefreshOptions(
-                  ClusterTopologyRefreshOptions.builder().enableAllAdaptiveRefreshTriggers().build())
+                  ClusterTopologyRefreshOptions.builder()
+                      .enablePeriodicRefresh(TOPOLOGY_REFRESH)
+                      .enableAllAdaptiveRefreshTriggers()
+                      .adaptiveRefreshTriggersTimeout(TRIGGERED_REFRESH_SPACING)
+                      .refreshTriggersReconnectAttempts(1)
+                      .build())
               .build());
       this.client = clusterClient;
     } else {
@@ -291,7 +333,8 @@ final class RedisConnection implements AutoCloseable {
     return sub.async()
         .subscribe(channel)
         .toCompletableFuture()
-        .thenCompose(subscribedOk -> warmUp(async, WARM_UP_ATTEMPTS))
+        .thenCompose(subscribedOk -> loadScripts(async))
+        .thenCompose(loaded -> warmUp(async, WARM_UP_ATTEMPTS))
         .thenAccept(
             answer -> {
               this.commands = async;
@@ -306,6 +349,24 @@ final class RedisConnection implements AutoCloseable {
                 closeConnections();
               }
             });
+  }
+
+  /**
+   * Loads every script (a Cluster client loads them on every master). Never fails: a script not loaded
+   * now is sent whole on its first NOSCRIPT, as after a Redis restart.
+   */
+  private CompletableFuture<Void> loadScripts(RedisClusterAsyncCommands<String, String> async) {
+    CompletableFuture<?>[] loads = new CompletableFuture<?>[scripts.size()];
+    for (int i = 0; i < loads.length; i++) {
+      CompletableFuture<String> load;
+      try {
+        load = async.scriptLoad(scripts.get(i).source()).toCompletableFuture();
+      } catch (RuntimeException e) {
+        load = CompletableFuture.failedFuture(e);
+      }
+      loads[i] = load.exceptionally(error -> null);
+    }
+    return CompletableFuture.allOf(loads);
   }
 
   /**
@@ -404,6 +465,7 @@ final class RedisConnection implements AutoCloseable {
   @Override
   public void close() {
     markClosed();
+    nodeEvents.close();
     try {
       client.shutdownAsync(0, 2, TimeUnit.SECONDS).get(3, TimeUnit.SECONDS);
       resources.shutdown(0, 2, TimeUnit.SECONDS).get(3, TimeUnit.SECONDS);
@@ -451,11 +513,37 @@ final class RedisConnection implements AutoCloseable {
                 if (unwrap(error) instanceof RedisNoScriptException) {
                   return async.<T>eval(script.source(), script.output(), keyArray, args).toCompletableFuture();
                 }
+                reloadTopologySoon();
                 return CompletableFuture.<T>failedFuture(unwrap(error));
               })
           .thenCompose(f -> f);
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /**
+   * After a failed command, a Cluster client reloads the topology at once (at most every
+   * {@link #TRIGGERED_REFRESH_SPACING}, one reload at a time): a master that stopped answering without
+   * dropping its connections (frozen, partitioned) triggers none of Lettuce's own reloads, and the
+   * periodic one may be waiting out such a node.
+   */
+  private void reloadTopologySoon() {
+    if (!(client instanceof RedisClusterClient cluster) || closed) {
+      return;
+    }
+    long now = System.nanoTime();
+    long last = lastTopologyReload.get();
+    if (reloading.get() || now - last < TRIGGERED_REFRESH_SPACING.toNanos() || !lastTopologyReload.compareAndSet(last, now)) {
+      return;
+    }
+    if (!reloading.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      cluster.refreshPartitionsAsync().whenComplete((ok, error) -> reloading.set(false));
+    } catch (RuntimeException e) {
+      reloading.set(false);
     }
   }
 

@@ -163,6 +163,7 @@ public final class RedisContextUsageStore implements ContextUsageStore {
             format.channel(),
             COUNT,
             List.of(format.indexKey()),
+            List.of(PUT, TAKE, COUNT),
             new RedisConnection.Listener() {
               @Override
               public void onMessage(String message) {
