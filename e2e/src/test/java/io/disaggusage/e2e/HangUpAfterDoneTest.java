@@ -21,9 +21,16 @@ import org.junit.jupiter.params.provider.MethodSource;
  * stream, so the client's close usually reaches Envoy first, and Envoy resets the ext_proc stream.
  * Every such exchange must still be accounted: the access log carries the corrected usage and the
  * service counts the exchange as rewritten, never as reset.
+ *
+ * <p>Whether the close wins depends on timing (on a fast, idle host it often does not), so the last
+ * {@code LINGERING} flows make it certain: their decode worker ends its response {@code LINGER} after
+ * {@code [DONE]}, as a worker that flushes {@code [DONE]} and tears down a moment later does.
  */
 class HangUpAfterDoneTest {
-  private static final int FLOWS = 20;
+  private static final int NATURAL = 15;
+  private static final int LINGERING = 5;
+  private static final int FLOWS = NATURAL + LINGERING;
+  private static final Duration LINGER = Duration.ofMillis(300);
   private static final byte[] DONE = "data: [DONE]".getBytes(StandardCharsets.UTF_8);
 
   @ParameterizedTest(name = "Envoy {0}")
@@ -40,6 +47,9 @@ class HangUpAfterDoneTest {
       long resetsBefore = downstreamResets(stack);
 
       for (int i = 0; i < FLOWS; i++) {
+        if (i == NATURAL) {
+          stack.generation.answer(request -> flow.decodeReply().lingering(LINGER));
+        }
         String id = "hangup-" + release + "-" + i;
         assertThat(VllmFlow.prefill(stack, id).status()).isEqualTo(200);
         String read = readUntilDoneAndClose(stack.envoy.generationUrl("/v1/chat/completions"), id);
@@ -59,9 +69,11 @@ class HangUpAfterDoneTest {
           () -> stack.service().exchanges("generation", "rewritten") - rewrittenBefore == FLOWS);
       assertThat(stack.service().exchanges("generation", "reset")).isZero();
       long resets = downstreamResets(stack) - resetsBefore;
-      System.out.printf("Envoy %s: %d clients closed after [DONE], %d of them before Envoy's end of stream"
-          + " (downstream resets); all accounted%n", release, FLOWS, resets);
-      assertThat(resets).as("the race this test is about happened").isPositive();
+      System.out.printf("Envoy %s: %d clients closed after [DONE] (%d of them with the worker ending %d ms later),"
+          + " %d of them before Envoy's end of stream (downstream resets); all accounted%n",
+          release, FLOWS, LINGERING, LINGER.toMillis(), resets);
+      assertThat(resets).as("the race this test is about happened, at least for the lingering worker's flows")
+          .isGreaterThanOrEqualTo(LINGERING);
     }
   }
 

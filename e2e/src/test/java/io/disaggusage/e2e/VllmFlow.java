@@ -56,8 +56,13 @@ final class VllmFlow implements ClosedLoop.LoopFlow {
   /** Makes these workers answer this flow, whoever routes to them. */
   VllmFlow install(Worker context, Worker generation) {
     context.answer(VllmWorkers::prefill);
-    generation.answer(request -> new Worker.Reply(200, "text/event-stream", chunks, pause, Duration.ZERO));
+    generation.answer(request -> decodeReply());
     return this;
+  }
+
+  /** The decode worker's answer: the stream in its chunks, {@code pause} apart. */
+  Worker.Reply decodeReply() {
+    return new Worker.Reply(200, "text/event-stream", chunks, pause, Duration.ZERO);
   }
 
   /** The prefill leg, as the proxy sends it. */

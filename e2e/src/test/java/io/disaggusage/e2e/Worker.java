@@ -37,12 +37,15 @@ final class Worker implements AutoCloseable {
    * @param chunks the body's pieces, each written and flushed on its own
    * @param pause the time between two pieces
    * @param delay the time before the status line
+   * @param linger the time between the last piece and the end of the body (an engine that writes
+   *     {@code [DONE]} and ends its response a moment later)
    * @param contentLength announce the body's length (as uvicorn does for a JSON response) instead of
    *     {@code Transfer-Encoding: chunked} (as for a stream)
    */
-  record Reply(int status, String contentType, List<byte[]> chunks, Duration pause, Duration delay, boolean contentLength) {
+  record Reply(int status, String contentType, List<byte[]> chunks, Duration pause, Duration delay, boolean contentLength,
+      Duration linger) {
     Reply(int status, String contentType, List<byte[]> chunks, Duration pause, Duration delay) {
-      this(status, contentType, chunks, pause, delay, !contentType.startsWith("text/event-stream"));
+      this(status, contentType, chunks, pause, delay, !contentType.startsWith("text/event-stream"), Duration.ZERO);
     }
 
     /**
@@ -59,7 +62,11 @@ final class Worker implements AutoCloseable {
     }
 
     Reply delayedBy(Duration delay) {
-      return new Reply(status, contentType, chunks, pause, delay, contentLength);
+      return new Reply(status, contentType, chunks, pause, delay, contentLength, linger);
+    }
+
+    Reply lingering(Duration linger) {
+      return new Reply(status, contentType, chunks, pause, delay, contentLength, linger);
     }
 
     long length() {
@@ -135,6 +142,7 @@ final class Worker implements AutoCloseable {
         out.write(reply.chunks().get(i));
         out.flush();
       }
+      Processes.sleepMillis(reply.linger().toMillis());
     } catch (IOException | RuntimeException e) {
       // the downstream (Envoy) went away mid-reply: a fault test's doing
     }
