@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -34,7 +35,8 @@ class RedisHaTest {
       Replicas replicas = new Replicas(stack);
       int slot = cluster.slotOf(STORE_TAG);
       List<String> recoveries = new ArrayList<>();
-      try (ClosedLoop load = new ClosedLoop(stack, new TruthFlow().install(stack), FLOWS)) {
+      try (ReadinessWatch readiness = new ReadinessWatch(stack);
+          ClosedLoop load = new ClosedLoop(stack, new TruthFlow().install(stack), FLOWS)) {
         load.phase("1 healthy", 3000);
         replicas.assertReady("after the first healthy phase");
 
@@ -47,6 +49,7 @@ class RedisHaTest {
         load.phase("3 failed over", 2000);
         recoveries.add(recovery(load, "Cluster, master SIGKILL", killed, promoted));
         replicas.assertReady("after the kill failover");
+        System.out.println(readinessFollowed(readiness, "Cluster, master SIGKILL", killed));
 
         first.start(); // back with its nodes.conf: it rejoins as the new master's replica
         Processes.await("the killed master back as a replica", Duration.ofSeconds(30),
@@ -66,6 +69,7 @@ class RedisHaTest {
         Processes.await("the cluster healthy after the thaw", Duration.ofSeconds(30), cluster::healthy);
         load.phase("7 healthy again", 2000);
         replicas.assertReady("after the freeze");
+        System.out.println(readinessFollowed(readiness, "Cluster, master SIGSTOP 3 s", frozen));
         load.close();
 
         System.out.printf("Redis Cluster (3 masters + 3 replicas), two services, Envoy %s, %d flows: %s%n", RELEASE, FLOWS, load);
@@ -85,7 +89,8 @@ class RedisHaTest {
         Stack stack = Stack.start("ha-sentinel", RELEASE, 2, sentinels.storeSettings())) {
       Replicas replicas = new Replicas(stack);
       List<String> recoveries = new ArrayList<>();
-      try (ClosedLoop load = new ClosedLoop(stack, new TruthFlow().install(stack), FLOWS)) {
+      try (ReadinessWatch readiness = new ReadinessWatch(stack);
+          ClosedLoop load = new ClosedLoop(stack, new TruthFlow().install(stack), FLOWS)) {
         load.phase("1 healthy", 3000);
         replicas.assertReady("after the first healthy phase");
 
@@ -102,6 +107,7 @@ class RedisHaTest {
         recoveries.add(recovery(load, "Sentinel, master SIGKILL", killed, promoted));
         load.phase("5 healthy again", 2000);
         replicas.assertReady("after the failover");
+        System.out.println(readinessFollowed(readiness, "Sentinel, master SIGKILL", killed));
         load.close();
 
         System.out.printf("Redis Sentinel (1 master, 1 replica, 3 sentinels), two services, Envoy %s, %d flows: %s%n",
@@ -141,6 +147,24 @@ class RedisHaTest {
     return String.format("%s: failover completed %d ms after the fault; flows corrected again %s after it (%s)",
         fault, Duration.ofNanos(failoverNanos - faultNanos).toMillis(),
         again == null ? "never" : again.toMillis() + " ms", ok ? "within limit" : "OVER " + RECOVERY.toMillis() + " ms");
+  }
+
+  /**
+   * Asserts that every replica's {@code /readyz} answered 503 after the fault and 200 again after that,
+   * by now; the line that says when.
+   */
+  private static String readinessFollowed(ReadinessWatch readiness, String fault, long faultNanos) {
+    long now = System.nanoTime();
+    StringBuilder line = new StringBuilder(fault + ": /readyz");
+    for (int i = 0; i < readiness.replicas(); i++) {
+      Optional<Duration> down = readiness.firstNotReady(i, faultNanos, now);
+      assertThat(down).as(fault + ": replica " + i + " answered 503 while its store was failing").isPresent();
+      Optional<Duration> up = readiness.firstReady(i, faultNanos + down.get().toNanos(), now);
+      assertThat(up).as(fault + ": replica " + i + " answered 200 again").isPresent();
+      line.append(String.format("%s replica %d 503 %d ms and 200 again %d ms after the fault",
+          i == 0 ? "" : ";", i, down.get().toMillis(), down.get().plus(up.get()).toMillis()));
+    }
+    return line.toString();
   }
 
   /** No flow broken or wrong anywhere; the first healthy phase all corrected, later healthy ones at least 97 %. */
