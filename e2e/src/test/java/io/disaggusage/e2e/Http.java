@@ -37,8 +37,13 @@ final class Http {
   }
 
   static boolean ok(String url) {
+    return status(url) == 200;
+  }
+
+  /** The status of a GET; 0 when nothing answers. */
+  static int status(String url) {
     HttpResponse<String> response = get(url);
-    return response != null && response.statusCode() == 200;
+    return response == null ? 0 : response.statusCode();
   }
 
   static String body(String url) {

@@ -11,9 +11,10 @@ import java.util.List;
  * A real redis-server on a loopback port that survives being killed and started again: a plain node, a
  * Cluster node or a sentinel, as its arguments say. It keeps its port and its working directory across
  * restarts, so a Cluster node comes back with its {@code nodes.conf} (and rejoins its cluster) and a
- * sentinel with the configuration it rewrote. Nothing is persisted to disk beyond that.
+ * sentinel with the configuration it rewrote. Nothing is persisted to disk beyond that. A subclass may
+ * listen otherwise ({@link #listenArguments()}) and be reached otherwise ({@link #uri()}, {@link #storeSettings()}).
  */
-final class RedisProcess extends ChildProcess {
+class RedisProcess extends ChildProcess {
   private final String name;
   private final int port;
   private final Path config;
@@ -37,20 +38,8 @@ final class RedisProcess extends ChildProcess {
     this.port = port;
     this.config = config;
     this.arguments = List.copyOf(arguments);
-    this.directory = Tools.logs().resolve(name + "-data");
-    try {
-      // A previous run's nodes.conf names other ports: a node must start its life empty.
-      if (Files.isDirectory(directory)) {
-        try (var files = Files.list(directory)) {
-          for (Path file : files.toList()) {
-            Files.delete(file);
-          }
-        }
-      }
-      Files.createDirectories(directory);
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
+    // A previous run's nodes.conf names other ports: a node must start its life empty.
+    this.directory = Tools.emptyFolder(name + "-data");
   }
 
   /**
@@ -83,7 +72,8 @@ final class RedisProcess extends ChildProcess {
     if (config != null) {
       command.add(config.toString()); // redis-server reads a configuration file only as its first argument
     }
-    command.addAll(List.of("--port", Integer.toString(port), "--bind", "127.0.0.1", "--dir", directory.toString()));
+    command.addAll(listenArguments());
+    command.addAll(List.of("--bind", "127.0.0.1", "--dir", directory.toString()));
     if (config == null) {
       command.addAll(List.of("--save", "", "--appendonly", "no"));
     }
@@ -91,6 +81,11 @@ final class RedisProcess extends ChildProcess {
     process = Processes.start(command, log, log);
     Processes.await(name + " accepting connections", Duration.ofSeconds(10), this::accepts);
     return this;
+  }
+
+  /** The arguments that make it listen on {@link #port()}: plain TCP. */
+  List<String> listenArguments() {
+    return List.of("--port", Integer.toString(port));
   }
 
   /** Whether something accepts connections on this node's port. */

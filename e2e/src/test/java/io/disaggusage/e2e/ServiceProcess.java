@@ -31,7 +31,7 @@ final class ServiceProcess extends ChildProcess {
   /** The model of the flows the service runs through itself at start-up (warm-up), which {@link #keys} skips. */
   private static final String WARMUP_MODEL = "warmup";
 
-  private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+|JAVA_TOOL_OPTIONS)=(.*)");
+  private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+|JAVA_TOOL_OPTIONS|JDK_JAVA_OPTIONS)=(.*)");
 
   private final String name;
   private final List<String> launcher;
@@ -53,8 +53,9 @@ final class ServiceProcess extends ChildProcess {
 
   /**
    * A service on fresh ports with the shipped settings plus {@code extra}; not started yet. An
-   * {@code extra} of the form {@code DISAGG_USAGE_...=value} or {@code JAVA_TOOL_OPTIONS=...} is set as
-   * an environment variable, as a container would set it; the others are command-line arguments.
+   * {@code extra} of the form {@code DISAGG_USAGE_...=value}, {@code JAVA_TOOL_OPTIONS=...} or
+   * {@code JDK_JAVA_OPTIONS=...} is set as an environment variable, as a container would set it; the
+   * others are command-line arguments.
    */
   static ServiceProcess create(String name, String... extra) {
     return create(name, InstalledTools.serviceCommand(), extra);

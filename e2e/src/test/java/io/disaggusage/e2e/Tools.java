@@ -171,6 +171,24 @@ public final class Tools {
     return dir;
   }
 
+  /** The folder {@code name} beside the logs, emptied of a previous run's files. */
+  public static Path emptyFolder(String name) {
+    Path folder = logs().resolve(name);
+    try {
+      if (Files.isDirectory(folder)) {
+        try (var files = Files.list(folder)) {
+          for (Path file : files.toList()) {
+            Files.delete(file);
+          }
+        }
+      }
+      Files.createDirectories(folder);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return folder;
+  }
+
   /**
    * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER, E2E_SMG, E2E_PD_SIDECAR and
    * E2E_VLLM_PYTHON point a test at a program installed elsewhere.
