@@ -12,8 +12,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -88,12 +86,12 @@ public final class BenchMain {
 
   /** Runs the plan; returns the table. */
   static String run(Plan plan) throws Exception {
-    locateProjectRoot();
+    BenchHost.locateProjectRoot();
     long start = System.nanoTime();
     Table t = new Table();
     t.line("# disagg-usage-extproc benchmarks");
     t.line("");
-    t.line("machine: " + machine() + ", "
+    t.line("machine: " + BenchHost.machine() + ", "
         + System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
         + (plan.quick() ? "; QUICK MODE: numbers are meaningless" : ""));
     List<Verdict> verdicts = new ArrayList<>();
@@ -400,44 +398,6 @@ public final class BenchMain {
     String[] f = result.split(" ");
     return new MemoryProbe.Result(Integer.parseInt(f[1]), Double.parseDouble(f[2]), Double.parseDouble(f[3]),
         Double.parseDouble(f[4]));
-  }
-
-  /**
-   * The end-to-end runs read the shipped Envoy config (and the Envoy run the installed tools and the
-   * shipped jar): find the checkout from here upwards unless {@code project.root} says where it is.
-   */
-  public static void locateProjectRoot() {
-    if (System.getProperty("project.root") != null) {
-      return;
-    }
-    Path dir = Path.of("").toAbsolutePath();
-    while (dir != null) {
-      if (Files.isRegularFile(dir.resolve("deploy/envoy/envoy.yaml"))) {
-        System.setProperty("project.root", dir.toString());
-        return;
-      }
-      dir = dir.getParent();
-    }
-    throw new IllegalStateException("run from inside the checkout: deploy/envoy/envoy.yaml not found above "
-        + Path.of("").toAbsolutePath());
-  }
-
-  /** "2 CPUs (model name)". */
-  public static String machine() {
-    return Runtime.getRuntime().availableProcessors() + " CPUs (" + cpuModel() + ")";
-  }
-
-  private static String cpuModel() {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-        if (line.startsWith("model name")) {
-          return line.substring(line.indexOf(':') + 1).trim();
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // not Linux: the model stays unknown
-    }
-    return "unknown CPU";
   }
 
   /** Accumulates the printed table. */

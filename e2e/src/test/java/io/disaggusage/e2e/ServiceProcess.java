@@ -2,7 +2,7 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.logtext.LogText;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;

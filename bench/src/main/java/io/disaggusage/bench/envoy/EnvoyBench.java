@@ -1,6 +1,6 @@
 package io.disaggusage.bench.envoy;
 
-import io.disaggusage.bench.BenchMain;
+import io.disaggusage.bench.BenchHost;
 import io.disaggusage.extproc.testkit.InstalledTools;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -83,7 +83,7 @@ public final class EnvoyBench {
 
   /** Starts everything, runs every cell, stops everything. */
   static Result run(EnvoyBenchOptions o, Consumer<String> log) throws Exception {
-    BenchMain.locateProjectRoot();
+    BenchHost.locateProjectRoot();
     long begin = System.nanoTime();
     Path logs = logs();
     log.accept(String.format(Locale.ROOT, "through real Envoy: %d delays x %d concurrencies x %d rounds x %d setups,"

@@ -1,6 +1,6 @@
 package io.disaggusage.bench.envoy;
 
-import io.disaggusage.bench.BenchMain;
+import io.disaggusage.bench.BenchHost;
 import io.disaggusage.bench.envoy.EnvoyBench.Cell;
 import io.disaggusage.bench.envoy.EnvoyBench.Result;
 import java.time.Duration;
@@ -16,7 +16,7 @@ final class EnvoyBenchReport {
     StringBuilder md = new StringBuilder();
     md.append("# Through a real Envoy\n\n");
     md.append(String.format(Locale.ROOT, "Envoy %s on the shipped deploy/envoy/envoy.yaml (Envoy's default worker"
-            + " threads), %s, %s %s%s.%n", EnvoyChild.RELEASE, BenchMain.machine(), System.getProperty("java.vm.name"),
+            + " threads), %s, %s %s%s.%n", EnvoyChild.RELEASE, BenchHost.machine(), System.getProperty("java.vm.name"),
         System.getProperty("java.runtime.version"), o.quick() ? "; QUICK RUN: the numbers mean nothing" : ""));
     md.append(String.format(Locale.ROOT, "A flow: a vLLM prefill leg (JSON with usage) through the context listener,"
             + " then the decode leg through the generation listener streaming %d content events, the usage event and"

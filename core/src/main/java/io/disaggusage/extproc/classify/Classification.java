@@ -1,6 +1,6 @@
 package io.disaggusage.extproc.classify;
 
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.usage.ContextUsage;
 import java.util.List;
 

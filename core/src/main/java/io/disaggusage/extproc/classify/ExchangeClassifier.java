@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.classify;
 
 import io.disaggusage.extproc.classify.CorrelationKey.Source;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Phase;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.rewrite;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.json.JsonUsageScanner;
 import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;

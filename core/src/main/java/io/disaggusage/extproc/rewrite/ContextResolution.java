@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.rewrite;
 
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.usage.ContextUsage;
 
 /**

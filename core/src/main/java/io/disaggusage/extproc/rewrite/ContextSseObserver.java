@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.rewrite;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.inject.InjectedUsageEvents;
 import io.disaggusage.extproc.sse.SseEvent;
 import io.disaggusage.extproc.sse.SseFramer;

@@ -3,6 +3,7 @@ package io.disaggusage.extproc.rewrite;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.json.JsonUsageScanner;
 import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ApiShapes;

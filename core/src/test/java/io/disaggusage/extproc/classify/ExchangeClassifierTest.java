@@ -3,7 +3,7 @@ package io.disaggusage.extproc.classify;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.classify.CorrelationKey.Source;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Phase;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

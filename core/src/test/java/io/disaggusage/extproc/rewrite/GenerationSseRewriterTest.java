@@ -2,6 +2,7 @@ package io.disaggusage.extproc.rewrite;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;

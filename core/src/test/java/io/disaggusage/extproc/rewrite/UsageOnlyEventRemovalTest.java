@@ -6,6 +6,7 @@ import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.USAGE_EVENT
 import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.content;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.inject.InjectedUsageEvents;
 import io.disaggusage.extproc.inject.UsageRemoval;
 import io.disaggusage.extproc.driver.Chunking;

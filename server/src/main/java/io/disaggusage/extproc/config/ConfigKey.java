@@ -136,7 +136,7 @@ record ConfigKey(String path, Kind kind, Class<?> type, String defaultText, Conf
       return text;
     }
     return switch (secret) {
-      case URI_CREDENTIALS -> io.disaggusage.extproc.logging.LogText.withoutCredentials(text);
+      case URI_CREDENTIALS -> io.disaggusage.extproc.logtext.LogText.withoutCredentials(text);
       case ENTRY_VALUES -> text.indexOf('=') < 0 ? "***" : text.substring(0, text.indexOf('=') + 1) + "***";
     };
   }

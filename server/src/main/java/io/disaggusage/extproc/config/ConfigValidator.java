@@ -1,6 +1,6 @@
 package io.disaggusage.extproc.config;
 
-import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.logtext.LogText;
 import io.disaggusage.extproc.store.RedisUris;
 import static io.disaggusage.extproc.config.ConfigLoader.formatDuration;
 

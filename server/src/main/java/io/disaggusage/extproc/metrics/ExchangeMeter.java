@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.metrics;
 
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.usage.UsageFigures;
 
 /**

@@ -2,8 +2,8 @@ package io.disaggusage.extproc.metrics;
 
 import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.inject.InjectionOutcome;
 import io.disaggusage.extproc.inject.UsageRemoval;
 import io.disaggusage.extproc.usage.UsageFigures;

@@ -4,7 +4,7 @@ import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
 import io.disaggusage.extproc.stream.ExtProcService;
-import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.logtext.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.otel.OtlpMetricsExport;
 import io.disaggusage.extproc.store.ContextUsageStore;

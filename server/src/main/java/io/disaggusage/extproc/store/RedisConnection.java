@@ -1,6 +1,6 @@
 package io.disaggusage.extproc.store;
 
-import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.logtext.LogText;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisChannelHandler;

@@ -1,6 +1,6 @@
 package io.disaggusage.extproc.store;
 
-import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.logtext.LogText;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterURIUtil;
 import java.net.URI;

@@ -2,9 +2,9 @@ package io.disaggusage.extproc.stream;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
 import io.disaggusage.extproc.rewrite.ExchangeReport;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
-import io.disaggusage.extproc.logging.LogText;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.logtext.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageFigures;

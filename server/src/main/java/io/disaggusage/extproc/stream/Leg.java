@@ -1,6 +1,6 @@
 package io.disaggusage.extproc.stream;
 
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Phase;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 
 /**

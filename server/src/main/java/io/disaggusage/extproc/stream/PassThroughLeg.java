@@ -1,8 +1,8 @@
 package io.disaggusage.extproc.stream;
 
 import io.disaggusage.extproc.rewrite.Bytes;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 
 /**

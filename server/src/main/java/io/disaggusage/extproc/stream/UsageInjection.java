@@ -4,7 +4,7 @@ import com.google.protobuf.ByteString;
 import io.disaggusage.extproc.classify.Classification;
 import io.disaggusage.extproc.classify.RequestHead;
 import io.disaggusage.extproc.rewrite.Bytes;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.rewrite.ResponseProcessors;
 import io.disaggusage.extproc.inject.IncludeUsageInjector;
 import io.disaggusage.extproc.inject.InjectionOutcome;

@@ -3,7 +3,7 @@ package io.disaggusage.extproc.stream;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
 import io.disaggusage.extproc.rewrite.ExchangeReport;
-import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.usage.UsageFigures;
 import java.math.BigInteger;
 

@@ -10,8 +10,8 @@ import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
 import io.disaggusage.extproc.driver.Chunking;

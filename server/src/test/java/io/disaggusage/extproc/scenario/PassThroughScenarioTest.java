@@ -6,8 +6,8 @@ import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
 import io.disaggusage.extproc.emulator.envoy.EnvoyStats;

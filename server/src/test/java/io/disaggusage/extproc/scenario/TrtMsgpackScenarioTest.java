@@ -6,8 +6,8 @@ import io.disaggusage.extproc.testkit.Wire;
 import static io.disaggusage.extproc.scenario.Flows.assertClean;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.scenario.VectorRunner.Splits;

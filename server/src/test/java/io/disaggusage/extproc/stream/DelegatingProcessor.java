@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.stream;
 
 import io.disaggusage.extproc.rewrite.ExchangeReport;
-import io.disaggusage.extproc.rewrite.Outcome;
+import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
 import io.disaggusage.extproc.rewrite.GenerationRewriter;
 import io.disaggusage.extproc.usage.ContextUsage;

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.rewrite.ExchangeReport;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.usage.UsageFigures;
 import java.math.BigInteger;
 import java.time.Duration;

@@ -5,8 +5,8 @@ import static io.disaggusage.extproc.scenario.Flows.ctx;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.scenario.Flows;
 import io.disaggusage.extproc.testkit.ScenarioVectors;

@@ -3,8 +3,8 @@ package io.disaggusage.extproc.stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.Config;
-import io.disaggusage.extproc.rewrite.Outcome;
-import io.disaggusage.extproc.rewrite.Phase;
+import io.disaggusage.extproc.exchange.Outcome;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.driver.EnvoyStream;
 import io.disaggusage.extproc.scenario.DirectEnvoy;

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.rewrite;
+package io.disaggusage.extproc.exchange;
 
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
 

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.logging;
+package io.disaggusage.extproc.logtext;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.logging;
+package io.disaggusage.extproc.logtext;
 
 /**
  * Bounds text that comes from clients (correlation keys, model names) before it reaches a log line:

@@ -1,4 +1,4 @@
-package io.disaggusage.extproc.rewrite;
+package io.disaggusage.extproc.exchange;
 
 /** Which leg of a disaggregated request an exchange is (behaviour.md §3). */
 public enum Phase {
