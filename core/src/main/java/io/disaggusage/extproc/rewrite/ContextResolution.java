@@ -40,6 +40,11 @@ final class ContextResolution {
     return usage;
   }
 
+  /** The outcome of usage rewritten now: {@link Outcome#REWRITTEN} with context usage, else the fallback. */
+  Outcome applied() {
+    return usage == null ? fallback : Outcome.REWRITTEN;
+  }
+
   /** The outcome of usage released without context usage. */
   Outcome fallback() {
     return fallback;

@@ -1,17 +1,11 @@
 package io.disaggusage.extproc.rewrite;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.json.JsonUsageScanner;
 import io.disaggusage.extproc.usage.ApiShape;
 import io.disaggusage.extproc.usage.ApiShapes;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.JsonUsageRewriter;
-import io.disaggusage.extproc.usage.UsageFigures;
-import java.io.IOException;
-import java.util.Arrays;
 
 /**
  * A non-streaming generation response (one JSON document), rewritten as it streams through
@@ -23,11 +17,13 @@ import java.util.Arrays;
  * known. Then the held bytes go out with the usage rewritten, or exactly as they came when the body
  * turned out malformed. A later usage member supersedes a held one (the last occurrence wins), which
  * then goes out unmodified. Memory per stream is the held part, not the body.
+ *
+ * <p>This class owns the leg's lifecycle and where scanned bytes go (its {@link Mode}); the jobs are
+ * its collaborators': {@link HeldJsonBytes} (the held part and its limits), {@link JsonUsageRewrite}
+ * (the usage rewrite), {@link ContextResolution} (the context usage) and {@link JsonOutcome} (the
+ * report).
  */
 public final class GenerationJsonRewriter implements GenerationRewriter {
-  /** Decodes the model string (a short, already checked JSON string); default limits suffice. */
-  private static final JsonFactory STRINGS = new JsonFactory();
-
   private enum Mode {
     /** Scanned bytes go out: no usage object is held. */
     FORWARD,
@@ -39,36 +35,18 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
     PASS
   }
 
-  private final JsonUsageRewriter rewriter;
-  private final ApiShape shape;
-  private final int maxUsageBytes;
-  private final int maxHeldBytes;
   private final JsonUsageScanner scanner = new JsonUsageScanner(ApiShapes.usageContainers());
   private final ReadyBytes ready = new ReadyBytes();
-
-  private Mode mode = Mode.FORWARD;
-  /** From the held usage object's opening brace on; {@code held[0, usageLength)} is the object. */
-  private byte[] held = Bytes.EMPTY;
-
-  private int heldLength;
-  private int usageLength;
-  private boolean usageOversize; // the last usage member's object was given up for its size
-  private boolean malformed;
-  private boolean finished;
+  private final HeldJsonBytes held;
   private final ContextResolution resolved = new ContextResolution();
-
-  private Outcome outcome; // set when the held usage was released
-  private boolean usageTaken;
-  private UsageFigures figures;
-  private boolean corrected;
-  private byte[] modelText;
-  private String model;
+  private final JsonOutcome outcome = new JsonOutcome();
+  private final JsonUsageRewrite usage;
+  private Mode mode = Mode.FORWARD;
+  private boolean finished;
 
   public GenerationJsonRewriter(JsonUsageRewriter rewriter, ApiShape shape, int maxBodyBytes) {
-    this.rewriter = rewriter;
-    this.shape = shape;
-    this.maxUsageBytes = rewriter.maxUsageBytes();
-    this.maxHeldBytes = maxBodyBytes;
+    this.held = new HeldJsonBytes(rewriter.maxUsageBytes(), maxBodyBytes);
+    this.usage = new JsonUsageRewrite(rewriter, shape, resolved, outcome);
   }
 
   @Override
@@ -91,28 +69,28 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
           ready.add(chunk, from, at - from);
           from = at;
           mode = Mode.CAPTURE;
-          usageOversize = false;
+          outcome.usageOversize(false);
         }
         case USAGE_OTHER_START -> {
           releaseHeld(); // a null or non-object usage member: the last one wins, nothing to rewrite
-          usageOversize = false;
+          outcome.usageOversize(false);
         }
         case USAGE_OBJECT_END -> {
           int end = scanner.eventIndex() + 1;
           if (mode == Mode.CAPTURE) {
-            if (heldLength + end - from > maxUsageBytes) {
+            if (!held.fits(end - from, true)) {
               releaseHeld();
-              usageOversize = true;
+              outcome.usageOversize(true);
             } else {
-              hold(chunk, from, end - from);
+              held.add(chunk, from, end - from);
               from = end;
-              usageLength = heldLength;
+              held.usageEnds();
               mode = Mode.HOLD;
             }
           }
         }
         case ERROR -> {
-          malformed = true;
+          outcome.malformed();
           releaseHeld();
           ready.add(chunk, from, n - from);
           mode = Mode.PASS;
@@ -123,12 +101,12 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
     int rest = n - from;
     if (mode == Mode.FORWARD) {
       ready.add(chunk, from, rest);
-    } else if (heldLength + rest > (mode == Mode.CAPTURE ? maxUsageBytes : maxHeldBytes)) {
+    } else if (!held.fits(rest, mode == Mode.CAPTURE)) {
       releaseHeld();
       ready.add(chunk, from, rest);
-      usageOversize = true;
+      outcome.usageOversize(true);
     } else {
-      hold(chunk, from, rest);
+      held.add(chunk, from, rest);
     }
   }
 
@@ -139,7 +117,7 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
       return;
     }
     if (!scanner.complete()) {
-      malformed = true; // truncated
+      outcome.malformed(); // truncated
       releaseHeld();
       mode = Mode.PASS;
       return;
@@ -151,13 +129,13 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
 
   @Override
   public byte[] takeReady() {
-    usageTaken = outcome != null; // the usage object goes out only with everything after it
+    outcome.handedOut();
     return ready.take();
   }
 
   @Override
   public int usageReleased() {
-    return usageTaken ? 1 : 0;
+    return outcome.usageTaken() ? 1 : 0;
   }
 
   @Override
@@ -186,102 +164,25 @@ public final class GenerationJsonRewriter implements GenerationRewriter {
 
   @Override
   public ExchangeReport report() {
-    if (malformed) {
-      return new ExchangeReport(Outcome.PARSE_ERROR, null, false, null);
-    }
-    if (outcome != null) {
-      return new ExchangeReport(outcome, figures, corrected, model());
-    }
-    return new ExchangeReport(usageOversize ? Outcome.OVERSIZE : Outcome.NO_USAGE, null, false, model());
+    return outcome.report(scanner.modelText());
   }
 
   /** Bytes received and not released yet: the usage object and what followed it. */
   public int heldBytes() {
-    return heldLength;
+    return held.length();
   }
 
   /** The body ended well-formed and the context usage is known: the held bytes go out. */
   private void release() {
-    byte[] out;
-    try {
-      out = rewrite();
-    } catch (RuntimeException e) {
-      // Only this body's correction is lost: the held bytes go out exactly as they came.
-      outcome = Outcome.ERROR;
-      figures = null;
-      corrected = false;
-      out = Arrays.copyOf(held, heldLength);
-    }
-    dropHeld();
+    byte[] out = usage.release(held);
+    held.drop();
     mode = Mode.PASS;
     ready.add(out);
   }
 
-  private byte[] rewrite() {
-    ContextUsage context = resolved.usage();
-    JsonUsageRewriter.Result result = rewriter.rewriteObject(held, usageLength, context, shape);
-    if (result instanceof JsonUsageRewriter.Rewritten r) {
-      outcome = r.impossible() ? Outcome.IMPOSSIBLE_COUNT : context == null ? resolved.fallback() : Outcome.REWRITTEN;
-      figures = r.figures();
-      corrected = r.corrected();
-      return r.corrected() ? r.edits().applyTo(held, 0, heldLength) : Arrays.copyOf(held, heldLength);
-    }
-    if (context == null) {
-      // Left alone without context usage: the worker's own figures, under the fallback's outcome.
-      figures = rewriter.inspectObject(held, usageLength, shape);
-      outcome = resolved.fallback();
-    } else {
-      outcome = Outcome.of((JsonUsageRewriter.Rejected) result);
-    }
-    return Arrays.copyOf(held, heldLength);
-  }
-
   /** Held bytes, if any, go out unmodified and scanned bytes go out from now on. */
   private void releaseHeld() {
-    if (heldLength > 0) {
-      ready.add(held, 0, heldLength);
-    }
-    dropHeld();
+    held.releaseTo(ready);
     mode = Mode.FORWARD;
-  }
-
-  private void dropHeld() {
-    held = Bytes.EMPTY;
-    heldLength = 0;
-    usageLength = 0;
-  }
-
-  private void hold(byte[] chunk, int from, int n) {
-    if (n == 0) {
-      return;
-    }
-    if (held.length - heldLength < n) {
-      int size = Math.max(heldLength + n, held.length == 0 ? 512 : held.length * 2);
-      held = Arrays.copyOf(held, size);
-    }
-    System.arraycopy(chunk, from, held, heldLength, n);
-    heldLength += n;
-  }
-
-  /** The last string model the body named, decoded; null if none (or not decodable). */
-  private String model() {
-    byte[] text = scanner.modelText();
-    if (text != modelText) {
-      modelText = text;
-      model = text == null ? null : decode(text);
-    }
-    return model;
-  }
-
-  private static String decode(byte[] raw) {
-    byte[] quoted = new byte[raw.length + 2];
-    quoted[0] = '"';
-    System.arraycopy(raw, 0, quoted, 1, raw.length);
-    quoted[quoted.length - 1] = '"';
-    try (JsonParser p = STRINGS.createParser(quoted)) {
-      return p.nextToken() == JsonToken.VALUE_STRING ? p.getText() : null;
-    } catch (IOException | RuntimeException e) {
-      return null;
-    }
   }
 }

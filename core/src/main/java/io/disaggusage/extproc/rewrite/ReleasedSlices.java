@@ -1,0 +1,47 @@
+package io.disaggusage.extproc.rewrite;
+
+import java.util.ArrayList;
+
+/**
+ * The bytes an SSE generation leg released since the last {@link #take}: slices of arrays nothing
+ * writes again (chunks as the caller gave them, events as framed or patched), joined once when taken
+ * — one copy of a chunk that leaves changed, none of one that leaves whole — so no output buffer grows
+ * per chunk or stays chunk-sized while the stream idles. Unlike {@link ReadyBytes}, nothing is copied
+ * before the take.
+ */
+final class ReleasedSlices {
+  private record Slice(byte[] bytes, int from, int length) {}
+
+  private final ArrayList<Slice> slices = new ArrayList<>();
+  private int size;
+
+  void add(byte[] bytes, int from, int length) {
+    if (length > 0) {
+      slices.add(new Slice(bytes, from, length));
+      size += length;
+    }
+  }
+
+  /** Everything released, in order; empty when nothing is. */
+  byte[] take() {
+    if (size == 0) {
+      slices.clear();
+      return Bytes.EMPTY;
+    }
+    byte[] out;
+    Slice first = slices.get(0);
+    if (slices.size() == 1 && first.from() == 0 && first.length() == first.bytes().length) {
+      out = first.bytes(); // one whole array (usually the chunk as it came): no copy
+    } else {
+      out = new byte[size];
+      int at = 0;
+      for (Slice slice : slices) {
+        System.arraycopy(slice.bytes(), slice.from(), out, at, slice.length());
+        at += slice.length();
+      }
+    }
+    slices.clear();
+    size = 0;
+    return out;
+  }
+}
