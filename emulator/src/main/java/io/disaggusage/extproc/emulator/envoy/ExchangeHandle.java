@@ -95,7 +95,7 @@ public final class ExchangeHandle {
    * ran, so what Envoy does with them (send, buffer, hold) is done.
    */
   public void awaitResponseChunksDelivered(int n) {
-    await(stream.responseChunksDelivered.get(n - 1), n + " response chunks delivered");
+    await(stream.drivers.responseChunksDelivered.get(n - 1), n + " response chunks delivered");
   }
 
   /**
@@ -119,37 +119,37 @@ public final class ExchangeHandle {
 
   /** Opens the next request chunk gate (the trailers gate comes last). */
   public ExchangeHandle releaseRequestChunk() {
-    stream.requestGates.releaseNext();
+    stream.drivers.requestGates.releaseNext();
     return this;
   }
 
   public ExchangeHandle releaseRequestBody() {
-    stream.requestGates.releaseAll();
+    stream.drivers.requestGates.releaseAll();
     return this;
   }
 
   public ExchangeHandle releaseResponseHeaders() {
-    stream.responseHeaderGate.releaseAll();
+    stream.drivers.responseHeaderGate.releaseAll();
     return this;
   }
 
   /** Opens the next response chunk gate (the trailers gate comes last). */
   public ExchangeHandle releaseResponseChunk() {
-    stream.responseGates.releaseNext();
+    stream.drivers.responseGates.releaseNext();
     return this;
   }
 
   public ExchangeHandle releaseResponseChunks(int n) {
     for (int i = 0; i < n; i++) {
-      stream.responseGates.releaseNext();
+      stream.drivers.responseGates.releaseNext();
     }
     return this;
   }
 
   /** Opens the response headers gate and every remaining response chunk and trailers gate. */
   public ExchangeHandle releaseResponseBody() {
-    stream.responseHeaderGate.releaseAll();
-    stream.responseGates.releaseAll();
+    stream.drivers.responseHeaderGate.releaseAll();
+    stream.drivers.responseGates.releaseAll();
     return this;
   }
 

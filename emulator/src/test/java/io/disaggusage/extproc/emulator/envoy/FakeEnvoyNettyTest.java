@@ -100,7 +100,7 @@ class FakeEnvoyNettyTest {
       assertThat(context.clientResponse().bodyUtf8()).isEqualTo("{\"USAGE\":{}}");
       assertThat(context.contentLengthMismatch()).isFalse();
       assertThat(generation.clientResponse().bodyUtf8()).isEqualTo("DATA: HELLO\n\nDATA: [DONE]\n\n");
-      assertThat(generation.messagesSent().get(0).getAttributesOrThrow(FilterStream.ATTRIBUTES_KEY)
+      assertThat(generation.messagesSent().get(0).getAttributesOrThrow(ExtProcStream.ATTRIBUTES_KEY)
           .getFieldsOrThrow("xds.cluster_name").getStringValue()).isEqualTo("generation-pool");
       assertThat(processor.stream(1).cancelled.get(2, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.CANCELLED);
       assertThat(envoy.stats().streamsStarted()).isEqualTo(2);

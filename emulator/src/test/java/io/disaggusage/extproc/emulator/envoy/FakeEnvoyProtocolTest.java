@@ -96,13 +96,13 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
     List<ProcessingRequest> msgs = r.messagesSent();
     ProcessingRequest reqHeaders = msgs.get(0);
-    var reqAttrs = reqHeaders.getAttributesOrThrow(FilterStream.ATTRIBUTES_KEY);
+    var reqAttrs = reqHeaders.getAttributesOrThrow(ExtProcStream.ATTRIBUTES_KEY);
     assertThat(reqAttrs.getFieldsOrThrow("xds.cluster_name").getStringValue()).isEqualTo("context-pool");
     assertThat(reqAttrs.getFieldsOrThrow("request.path").getStringValue()).isEqualTo("/v1/chat/completions");
     assertThat(reqAttrs.containsFields("unknown.attribute")).isFalse();
     ProcessingRequest respHeaders =
         msgs.stream().filter(ProcessingRequest::hasResponseHeaders).findFirst().orElseThrow();
-    var respAttrs = respHeaders.getAttributesOrThrow(FilterStream.ATTRIBUTES_KEY);
+    var respAttrs = respHeaders.getAttributesOrThrow(ExtProcStream.ATTRIBUTES_KEY);
     assertThat(respAttrs.getFieldsOrThrow("response.code").getNumberValue()).isEqualTo(200.0);
     assertThat(msgs.stream().filter(m -> m.getAttributesCount() > 0)).hasSize(2);
     assertThat(msgs.stream().filter(ProcessingRequest::hasRequestBody)).hasSizeGreaterThan(1);
