@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.Duration;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
+import io.disaggusage.extproc.classify.RequestHead;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
@@ -38,6 +39,18 @@ final class EnvoyMessages {
       out.putIfAbsent(h.getKey().toLowerCase(Locale.ROOT), value);
     }
     return out;
+  }
+
+  /** The request headers message as the classifier reads it: method, path without query, headers, cluster. */
+  static RequestHead requestHead(ProcessingRequest request) {
+    Map<String, String> map = headers(request.getRequestHeaders().getHeaders());
+    String path = map.getOrDefault(":path", "");
+    int query = path.indexOf('?');
+    return new RequestHead(
+        map.getOrDefault(":method", ""),
+        query < 0 ? path : path.substring(0, query),
+        map,
+        attribute(request, "xds.cluster_name"));
   }
 
   /** A string-valued request attribute such as {@code xds.cluster_name}, or null. */
