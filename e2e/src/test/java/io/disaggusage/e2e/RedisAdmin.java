@@ -31,6 +31,17 @@ final class RedisAdmin {
     }
   }
 
+  /**
+   * {@code CLUSTER MEET} from the node at {@code port} to the node at {@code peerPort} whose cluster bus
+   * listens on {@code peerBusPort} (Lettuce's {@code clusterMeet} assumes the port + 10 000).
+   */
+  static void clusterMeet(int port, int peerPort, int peerBusPort) {
+    on(port, c -> c.dispatch(io.lettuce.core.protocol.CommandType.CLUSTER,
+        new io.lettuce.core.output.StatusOutput<>(io.lettuce.core.codec.StringCodec.UTF8),
+        new io.lettuce.core.protocol.CommandArgs<>(io.lettuce.core.codec.StringCodec.UTF8)
+            .add("MEET").add("127.0.0.1").add(peerPort).add(peerBusPort)));
+  }
+
   /** {@link #on}, or empty when the node cannot be reached or answers with an error. */
   static <T> Optional<T> tryOn(int port, Function<RedisCommands<String, String>, T> command) {
     try {

@@ -19,6 +19,7 @@ final class RedisClusterSet implements AutoCloseable {
   private static final int SLOTS = 16384;
 
   private final List<RedisProcess> nodes = new ArrayList<>();
+  private final List<Integer> busPorts = new ArrayList<>();
 
   private RedisClusterSet() {}
 
@@ -27,8 +28,12 @@ final class RedisClusterSet implements AutoCloseable {
     RedisClusterSet set = new RedisClusterSet();
     try {
       for (int i = 0; i < 2 * MASTERS; i++) {
+        // The bus port is chosen too: by default it is the port + 10 000, which can land on a port the
+        // system handed out as an ephemeral one (seen: "bind: Address already in use").
+        int busPort = FreePorts.next();
+        set.busPorts.add(busPort);
         RedisProcess node = new RedisProcess(name + "-node-" + i, FreePorts.next(), List.of(
-            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-enabled", "yes", "--cluster-port", Integer.toString(busPort), "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", Long.toString(NODE_TIMEOUT.toMillis()), "--cluster-announce-ip", "127.0.0.1"));
         set.nodes.add(node);
         node.start();
@@ -43,8 +48,8 @@ final class RedisClusterSet implements AutoCloseable {
 
   private void join() {
     List<String> ids = nodes.stream().map(n -> RedisAdmin.on(n.port(), c -> c.clusterMyId())).toList();
-    for (RedisProcess node : nodes.subList(1, nodes.size())) {
-      RedisAdmin.on(nodes.get(0).port(), c -> c.clusterMeet("127.0.0.1", node.port()));
+    for (int i = 1; i < nodes.size(); i++) {
+      RedisAdmin.clusterMeet(nodes.get(0).port(), nodes.get(i).port(), busPorts.get(i));
     }
     for (int i = 0; i < MASTERS; i++) {
       int from = SLOTS * i / MASTERS;

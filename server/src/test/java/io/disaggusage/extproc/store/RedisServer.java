@@ -70,7 +70,8 @@ public final class RedisServer implements AutoCloseable {
     int port = freePort();
     RedisServer server =
         new RedisServer(
-            port, List.of("--cluster-enabled", "yes", "--cluster-announce-ip", "127.0.0.1", "--cluster-config-file", "nodes-" + port + "-" + System.nanoTime() + ".conf"));
+            port, List.of("--cluster-enabled", "yes", "--cluster-port", Integer.toString(freePort()), // not port + 10 000, which may be taken
+                "--cluster-announce-ip", "127.0.0.1", "--cluster-config-file", "nodes-" + port + "-" + System.nanoTime() + ".conf"));
     server.launch();
     io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create(server.uri());
     try (var connection = client.connect()) {
