@@ -4,6 +4,10 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.StatusOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.sentinel.api.sync.RedisSentinelCommands;
 import java.time.Duration;
 import java.util.Optional;
@@ -36,10 +40,8 @@ final class RedisAdmin {
    * listens on {@code peerBusPort} (Lettuce's {@code clusterMeet} assumes the port + 10 000).
    */
   static void clusterMeet(int port, int peerPort, int peerBusPort) {
-    on(port, c -> c.dispatch(io.lettuce.core.protocol.CommandType.CLUSTER,
-        new io.lettuce.core.output.StatusOutput<>(io.lettuce.core.codec.StringCodec.UTF8),
-        new io.lettuce.core.protocol.CommandArgs<>(io.lettuce.core.codec.StringCodec.UTF8)
-            .add("MEET").add("127.0.0.1").add(peerPort).add(peerBusPort)));
+    on(port, c -> c.dispatch(CommandType.CLUSTER, new StatusOutput<>(StringCodec.UTF8),
+        new CommandArgs<>(StringCodec.UTF8).add("MEET").add("127.0.0.1").add(peerPort).add(peerBusPort)));
   }
 
   /** {@link #on}, or empty when the node cannot be reached or answers with an error. */

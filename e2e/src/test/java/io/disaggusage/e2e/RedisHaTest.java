@@ -35,9 +35,7 @@ class RedisHaTest {
       List<String> recoveries = new ArrayList<>();
       try (ReadinessWatch readiness = new ReadinessWatch(stack);
           ClosedLoop load = new ClosedLoop(stack, new TruthFlow().install(stack), FLOWS)) {
-        load.phase("0 warm-up", 2000); // fresh JVMs: held to no wrong or broken flow only
-        load.phase("1 healthy", 3000);
-        replicas.assertReady("after the first healthy phase");
+        warmUpThenHealthy(load, replicas);
 
         RedisProcess first = cluster.masterOf(slot);
         RedisProcess second = cluster.replicaOf(first);
@@ -90,9 +88,7 @@ class RedisHaTest {
       List<String> recoveries = new ArrayList<>();
       try (ReadinessWatch readiness = new ReadinessWatch(stack);
           ClosedLoop load = new ClosedLoop(stack, new TruthFlow().install(stack), FLOWS)) {
-        load.phase("0 warm-up", 2000); // fresh JVMs: held to no wrong or broken flow only
-        load.phase("1 healthy", 3000);
-        replicas.assertReady("after the first healthy phase");
+        warmUpThenHealthy(load, replicas);
 
         sentinels.sentinels.get(0).kill(); // the first the URI names: the one a client asks first
         load.phase("2 a sentinel killed", 2000);
@@ -120,6 +116,13 @@ class RedisHaTest {
         replicas.assertLogged("the failover", "failover");
       }
     }
+  }
+
+  /** The phases before any fault: a warm-up of the fresh JVMs (held to no wrong or broken flow only), then healthy. */
+  private static void warmUpThenHealthy(ClosedLoop load, Replicas replicas) {
+    load.phase("0 warm-up", 2000);
+    load.phase("1 healthy", 3000);
+    replicas.assertReady("after the first healthy phase");
   }
 
   /** Polls until {@code node} answers as master; when it did. */

@@ -533,13 +533,10 @@ final class RedisConnection implements AutoCloseable {
       return;
     }
     long now = System.nanoTime();
-    long last = lastTopologyReload.get();
-    if (reloading.get() || now - last < TRIGGERED_REFRESH_SPACING.toNanos() || !lastTopologyReload.compareAndSet(last, now)) {
+    if (now - lastTopologyReload.get() < TRIGGERED_REFRESH_SPACING.toNanos() || !reloading.compareAndSet(false, true)) {
       return;
     }
-    if (!reloading.compareAndSet(false, true)) {
-      return;
-    }
+    lastTopologyReload.set(now);
     try {
       cluster.refreshPartitionsAsync().whenComplete((ok, error) -> reloading.set(false));
     } catch (RuntimeException e) {

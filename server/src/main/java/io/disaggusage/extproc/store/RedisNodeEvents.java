@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -29,7 +30,7 @@ final class RedisNodeEvents implements AutoCloseable {
   /** The store's logger: its lines keep the name operators filter on. */
   private static final Logger log = LoggerFactory.getLogger(RedisContextUsageStore.class);
 
-  private final Set<String> sentinels = ConcurrentHashMap.newKeySet();
+  private final Set<String> sentinels;
   private final Integer slot;
   private final Set<String> lost = ConcurrentHashMap.newKeySet();
   private volatile String master;
@@ -40,11 +41,10 @@ final class RedisNodeEvents implements AutoCloseable {
    * @param slot the Cluster slot of the store's keys, or null outside a Cluster
    */
   RedisNodeEvents(EventBus bus, List<RedisURI> nodes, Integer slot) {
-    for (RedisURI node : nodes) {
-      for (RedisURI sentinel : node.getSentinels()) {
-        sentinels.add(sentinel.getHost() + ":" + sentinel.getPort());
-      }
-    }
+    this.sentinels = nodes.stream()
+        .flatMap(node -> node.getSentinels().stream())
+        .map(sentinel -> sentinel.getHost() + ":" + sentinel.getPort())
+        .collect(Collectors.toUnmodifiableSet());
     this.slot = slot;
     this.subscription = bus.get().subscribe(this::on, error -> log.debug("Redis store: event bus ended", error));
   }
