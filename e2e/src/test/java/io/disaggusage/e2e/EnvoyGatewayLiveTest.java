@@ -8,6 +8,7 @@ import io.disaggusage.e2e.Orchestrator.Answer;
 import io.disaggusage.extproc.testkit.ScenarioVectors;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
+import io.disaggusage.extproc.testkit.Wire;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
@@ -196,12 +197,18 @@ class EnvoyGatewayLiveTest {
     assertCorrected(central, vector("trtContextFirstStream"));
   }
 
+  /**
+   * The central policy without request-id.yaml: Envoy replaces the orchestrator's x-request-id on each leg. A vLLM
+   * flow joined only by that id passes through with the worker's usage; a vLLM 0.32 NIXL flow, whose proxy relays
+   * the prefill's remote_request_id, and a TensorRT-LLM flow (ids in the body) are corrected.
+   */
   @Test
-  void withoutTheRequestIdFixVllmFlowsPassThroughAndTensorRtFlowsAreCorrected() {
+  void withoutTheRequestIdFixOnlyVllmFlowsJoinedByTheIdPassThrough() {
     program("the central policy without the request-id fix", centralCase(false, false, "200ms"),
         dump -> callsTheCentralService(dump) && !hcm(dump).path("preserve_external_request_id").asBoolean(false)
             && !extProc(dump).has("max_message_timeout"));
 
+    // vLLM before 0.32 (this vector's shape: no remote_request_id in the legs) joins only by x-request-id
     Vector vllm = vector("vllmProxyJson");
     long passedThrough = central.exchanges("generation", "passthrough_no_context");
     AccessLogLine line = sendAndLog(vllm);
@@ -214,7 +221,40 @@ class EnvoyGatewayLiveTest {
     Processes.await("passthrough_no_context counted", Duration.ofSeconds(5),
         () -> central.exchanges("generation", "passthrough_no_context") == passedThrough + 1);
 
+    assertKvRelayCorrected();
     assertCorrected(central, vector("trtContextFirstStream"));
+  }
+
+  /**
+   * vLLM 0.32's NIXL flow behind its toy proxy, through the listener that gives each leg an id of its own: the
+   * proxy relays the prefill's {@code kv_transfer_params}, whose {@code remote_request_id} names the id Envoy gave
+   * the prefill leg, and the service joins the decode leg by it. Twice: the second prefill finds the prompt's full
+   * blocks in its prefix cache, so the corrected count is not zero either.
+   */
+  private static void assertKvRelayCorrected() {
+    KvRelayFlow flow = new KvRelayFlow().install(context, generation);
+    try (ProxyOrchestrator proxy = new ProxyOrchestrator(path -> gateway.listenerUrl(LISTENER_PORT, path), CONTEXT_ROUTE,
+        path -> gateway.listenerUrl(LISTENER_PORT, path), Map.of())) {
+      for (int i = 0; i < 2; i++) {
+        long rewritten = central.exchanges("generation", "rewritten");
+        EnvoyCounters before = extProcCounters();
+        int logged = generationLines().size();
+        KvRelayFlow.Result result = flow.send(proxy);
+        JsonNode read = result.assertCorrected();
+        result.assertRelayedTheHandle();
+        String sent = proxy.requestIds().get(i);
+        assertThat(List.of(result.prefill().requestId(), result.decode().requestId()))
+            .as("Envoy replaced the proxy's x-request-id on each leg").doesNotContain(sent).doesNotHaveDuplicates();
+        if (i == 1) {
+          assertThat(read.at(KvRelayFlow.CACHED).asLong()).as("the second prefill's prefix-cache hits").isPositive();
+        }
+        RealFlowCheck.assertMetadata(lineAfter(logged, "the vLLM 0.32 flow"), read, result.reported(), "rewritten",
+            Wire.MODEL);
+        Processes.await("the vLLM 0.32 flow counted as rewritten", Duration.ofSeconds(5),
+            () -> central.exchanges("generation", "rewritten") == rewritten + 1);
+        assertAskedAndNothingFailed("the vLLM 0.32 flow", before, false);
+      }
+    }
   }
 
   @Test
@@ -438,7 +478,12 @@ class EnvoyGatewayLiveTest {
     int logged = generationLines().size();
     lastResult = send(v);
     assertThat(lastResult.generation().status()).as(v + " generation status").isEqualTo(200);
-    Processes.await("the generation access-log line of " + v, Duration.ofSeconds(5), () -> generationLines().size() > logged);
+    return lineAfter(logged, v.toString());
+  }
+
+  /** The generation access-log line after the first {@code logged} ones, once Envoy wrote it. */
+  static AccessLogLine lineAfter(int logged, String flow) {
+    Processes.await("the generation access-log line of " + flow, Duration.ofSeconds(5), () -> generationLines().size() > logged);
     return generationLines().get(logged);
   }
 
@@ -463,15 +508,23 @@ class EnvoyGatewayLiveTest {
     assertThat(line.field("total_tokens")).as(line.toString()).isEqualTo(Long.toString(v.usage().total()));
     Processes.await(v + " counted as rewritten", Duration.ofSeconds(5),
         () -> service.exchanges("generation", "rewritten") == rewritten + 1);
+    assertAskedAndNothingFailed(v.toString(), before,
+        v.order() == ScenarioVectors.Order.GENERATION_FIRST && v.generation().contentType().startsWith("text/event-stream"));
+  }
+
+  /**
+   * Since {@code before}, Envoy asked the service and none of its ext_proc failure counters moved; on a
+   * {@code generationFirstStream} at most one ignored extension: its stream's end may come with its last event, when
+   * no Envoy timer runs (docs/behaviour.md, "Envoy's message timer while the last reply waits").
+   */
+  static void assertAskedAndNothingFailed(String flow, EnvoyCounters before, boolean generationFirstStream) {
     Map<String, Long> moved = before.movedTo(extProcCounters());
     Map<String, Long> failures = EnvoyCounters.failures(moved);
-    if (v.order() == ScenarioVectors.Order.GENERATION_FIRST && v.generation().contentType().startsWith("text/event-stream")) {
-      // At most one ignored extension on such a flow: its stream's end may come with its last event, when
-      // no Envoy timer runs (docs/behaviour.md, "Envoy's message timer while the last reply waits").
+    if (generationFirstStream) {
       failures.computeIfPresent(STAT_PREFIX + ".override_message_timeout_ignored", (name, n) -> n <= 1 ? null : n);
     }
-    assertThat(failures).as(v + ": Envoy's ext_proc failure counters, all moved: " + moved).isEmpty();
-    assertThat(moved).as(v + ": Envoy asked the service").containsKey(STAT_PREFIX + ".streams_started");
+    assertThat(failures).as(flow + ": Envoy's ext_proc failure counters, all moved: " + moved).isEmpty();
+    assertThat(moved).as(flow + ": Envoy asked the service").containsKey(STAT_PREFIX + ".streams_started");
   }
 
   static List<AccessLogLine> generationLines() {

@@ -30,9 +30,10 @@ import org.junit.jupiter.api.Test;
  * istio/README.md tells an operator to configure it. Each case puts the shipped files it tests into the watched
  * folder, waits until both Envoys run what istiod generated from them, and sends, through the proxy, a vLLM P/D
  * flow under a fixed client {@code x-request-id}, the same flow without any body marker (phase from the cluster
- * name alone), a TensorRT-LLM flow and an SGLang flow (identical bodies, told apart by cluster). It checks what
- * the client reads, the access log's {@code disagg_usage} metadata, the service's exchange counter, and that
- * neither Envoy refused any configuration nor istiod saw a NACK.
+ * name alone), a TensorRT-LLM flow, an SGLang flow (identical bodies, told apart by cluster) and a vLLM 0.32
+ * NIXL flow behind the toy proxy (joined by the {@code remote_request_id} it relays, whatever ids the legs carry).
+ * It checks what the client reads, the access log's {@code disagg_usage} metadata, the service's exchange counter,
+ * and that neither Envoy refused any configuration nor istiod saw a NACK.
  *
  * <p>What standalone mode forces, beside the shipped files ({@link IstioStandalone}): ServiceEntries for the
  * three Services; a Sidecar binding the orchestrator's outbound listeners to 127.0.0.3 (no iptables); a classic
@@ -53,6 +54,8 @@ class IstioLiveTest {
   private static final String CLIENT_REQUEST_ID = "client-fixed-request-id-7f3a";
   private static final Vector TRT_LLM = vector("trtContextFirstStream");
   private static final Vector SGLANG = vector("sglangPrefillFinishingFirst");
+  /** One pair of simulated vLLM 0.32 workers for every case: a later case's prefill finds the prompt cached. */
+  private static final KvRelayFlow KV_RELAY = new KvRelayFlow();
   private static final String REWRITTEN = "rewritten";
   private static final String NO_CONTEXT = "passthrough_no_context";
 
@@ -128,8 +131,9 @@ class IstioLiveTest {
 
   /**
    * gateway.yaml alone: Istio's gateway connection manager runs with {@code use_remote_address: true} and
-   * without {@code preserve_external_request_id}, so each leg gets an id of the gateway's own. vLLM legs, joined
-   * by {@code x-request-id} only, pass through uncorrected; TensorRT-LLM and SGLang legs join by body ids.
+   * without {@code preserve_external_request_id}, so each leg gets an id of the gateway's own. vLLM legs of
+   * releases before 0.32, joined by {@code x-request-id} only, pass through uncorrected; TensorRT-LLM and SGLang
+   * legs join by body ids, and vLLM 0.32 NIXL legs by the {@code remote_request_id} their proxy relays.
    */
   @Test
   void gatewayWithoutTheRequestIdFixLosesOnlyTheFlowsJoinedByRequestId() {
@@ -237,8 +241,10 @@ class IstioLiveTest {
   // ---- one case's flows and checks ------------------------------------------------------------
 
   /**
-   * The four flows through {@code proxy}'s listener at {@code url}, one after the other; {@code joinsByRequestId}:
-   * whether the proxy keeps the client's {@code x-request-id}, so that vLLM legs join.
+   * The five flows through {@code proxy}'s listener at {@code url}, one after the other; {@code joinsByRequestId}:
+   * whether the proxy keeps the client's {@code x-request-id}, so that vLLM legs of releases before 0.32 (the
+   * first two flows: no {@code remote_request_id}) join. The fifth, vLLM 0.32 behind its toy proxy, joins
+   * either way.
    */
   private static void runFlows(IstioProxy proxy, String url, boolean joinsByRequestId) {
     Snapshot before = Snapshot.take(proxy);
@@ -258,10 +264,35 @@ class IstioLiveTest {
       assertThat(answer.text()).as(v + ": the generation bytes the orchestrator received")
           .isEqualTo(new String(v.expectedGeneration(), java.nio.charset.StandardCharsets.UTF_8));
     }
+    String kvRelayCached = kvRelay(url, joinsByRequestId);
     String vllmCached = joinsByRequestId ? Long.toString(VllmWorkers.CACHED) : null;
     List<String> cached = new ArrayList<>(java.util.Arrays.asList(vllmCached, vllmCached,
-        Long.toString(TRT_LLM.usage().cached()), Long.toString(SGLANG.usage().cached())));
-    before.assertAccounted(proxy, List.of(vllmExchange, vllmExchange, REWRITTEN, REWRITTEN), cached);
+        Long.toString(TRT_LLM.usage().cached()), Long.toString(SGLANG.usage().cached()), kvRelayCached));
+    before.assertAccounted(proxy, List.of(vllmExchange, vllmExchange, REWRITTEN, REWRITTEN, REWRITTEN), cached);
+  }
+
+  /**
+   * A vLLM 0.32 NIXL flow behind its toy proxy, addressed by Host to the worker Services through the listener at
+   * {@code url}: the client reads the corrected usage, the decode request relays the prefill's
+   * {@code remote_request_id}, and the legs carry the proxy's id ({@code joinsByRequestId}) or two ids of the
+   * gateway's own. The cached count the client read.
+   */
+  private static String kvRelay(String url, boolean joinsByRequestId) {
+    KV_RELAY.install(context, generation);
+    try (ProxyOrchestrator proxy = new ProxyOrchestrator(path -> url + path, Map.of("host", IstioStandalone.CONTEXT_HOST),
+        path -> url + path, Map.of("host", IstioStandalone.GENERATION_HOST))) {
+      KvRelayFlow.Result result = KV_RELAY.send(proxy);
+      com.fasterxml.jackson.databind.JsonNode read = result.assertCorrected();
+      result.assertRelayedTheHandle();
+      List<String> ids = List.of(result.prefill().requestId(), result.decode().requestId());
+      String sent = proxy.requestIds().get(0);
+      if (joinsByRequestId) {
+        assertThat(ids).as("the proxy's x-request-id on both legs").containsOnly(sent);
+      } else {
+        assertThat(ids).as("the gateway's own x-request-id on each leg").doesNotContain(sent).doesNotHaveDuplicates();
+      }
+      return read.at(KvRelayFlow.CACHED).asText();
+    }
   }
 
   /**

@@ -27,11 +27,17 @@ import java.util.UUID;
  */
 final class ProxyOrchestrator implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final HttpClient CLIENT =
-      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
+  /**
+   * Connections of this proxy's own, as each proxy process has: a test that changed a proxy's listener starts a new
+   * orchestrator, none of whose requests then lands on a connection the previous listener still drains.
+   */
+  private final HttpClient client = Orchestrator.newClient();
   private final java.util.function.UnaryOperator<String> prefillUrl;
   private final java.util.function.UnaryOperator<String> decodeUrl;
+  /** Headers each leg carries besides the proxy's own: what a gateway's route matches, a Host naming a Service. */
+  private final java.util.Map<String, String> prefillHeaders;
+  private final java.util.Map<String, String> decodeHeaders;
   private final java.util.function.UnaryOperator<ObjectNode> handoff;
   /** Each leg gets an id of its own (the decode's {@link #decodeRequestId}), as Envoy gives them behind SMG. */
   private final boolean oneIdPerLeg;
@@ -60,8 +66,26 @@ final class ProxyOrchestrator implements AutoCloseable {
    */
   ProxyOrchestrator(java.util.function.UnaryOperator<String> prefillUrl, java.util.function.UnaryOperator<String> decodeUrl,
       java.util.function.UnaryOperator<ObjectNode> handoff, boolean oneIdPerLeg) {
+    this(prefillUrl, java.util.Map.of(), decodeUrl, java.util.Map.of(), handoff, oneIdPerLeg);
+  }
+
+  /**
+   * The toy proxy calling its workers through a hop that routes by headers (a Gateway's HTTPRoute, an Istio
+   * proxy's Host-named virtual host): the prefill leg at {@code prefillUrl(path)} with {@code prefillHeaders},
+   * the decode leg at {@code decodeUrl(path)} with {@code decodeHeaders}; the prefill's params relayed verbatim.
+   */
+  ProxyOrchestrator(java.util.function.UnaryOperator<String> prefillUrl, java.util.Map<String, String> prefillHeaders,
+      java.util.function.UnaryOperator<String> decodeUrl, java.util.Map<String, String> decodeHeaders) {
+    this(prefillUrl, prefillHeaders, decodeUrl, decodeHeaders, java.util.function.UnaryOperator.identity(), false);
+  }
+
+  private ProxyOrchestrator(java.util.function.UnaryOperator<String> prefillUrl, java.util.Map<String, String> prefillHeaders,
+      java.util.function.UnaryOperator<String> decodeUrl, java.util.Map<String, String> decodeHeaders,
+      java.util.function.UnaryOperator<ObjectNode> handoff, boolean oneIdPerLeg) {
     this.prefillUrl = prefillUrl;
+    this.prefillHeaders = java.util.Map.copyOf(prefillHeaders);
     this.decodeUrl = decodeUrl;
+    this.decodeHeaders = java.util.Map.copyOf(decodeHeaders);
     this.handoff = handoff;
     this.oneIdPerLeg = oneIdPerLeg;
     this.server = new LoopbackServer(this::handle);
@@ -100,7 +124,8 @@ final class ProxyOrchestrator implements AutoCloseable {
       }
       prefill.put("stream", false);
       prefill.remove("stream_options");
-      HttpResponse<byte[]> prefilled = CLIENT.send(post(prefillUrl.apply(path), requestId, prefill), HttpResponse.BodyHandlers.ofByteArray());
+      HttpResponse<byte[]> prefilled =
+          client.send(post(prefillUrl.apply(path), prefillHeaders, requestId, prefill), HttpResponse.BodyHandlers.ofByteArray());
       if (prefilled.statusCode() != 200) {
         exchange.sendResponseHeaders(502, -1);
         return;
@@ -110,7 +135,8 @@ final class ProxyOrchestrator implements AutoCloseable {
       decode.set("kv_transfer_params", this.handoff.apply(
           handoff.isObject() ? (ObjectNode) handoff : JSON.createObjectNode().put("do_remote_prefill", true)));
 
-      HttpResponse<InputStream> decoded = CLIENT.send(post(decodeUrl.apply(path), decodeRequestId(requestId), decode), HttpResponse.BodyHandlers.ofInputStream());
+      HttpResponse<InputStream> decoded = client.send(
+          post(decodeUrl.apply(path), decodeHeaders, decodeRequestId(requestId), decode), HttpResponse.BodyHandlers.ofInputStream());
       exchange.getResponseHeaders().set("content-type", decoded.headers().firstValue("content-type").orElse("application/json"));
       exchange.sendResponseHeaders(decoded.statusCode(), 0);
       try (InputStream in = decoded.body(); OutputStream out = exchange.getResponseBody()) {
@@ -125,13 +151,15 @@ final class ProxyOrchestrator implements AutoCloseable {
     }
   }
 
-  private static HttpRequest post(String url, String requestId, JsonNode body) throws IOException {
-    return HttpRequest.newBuilder(URI.create(url))
+  private static HttpRequest post(String url, java.util.Map<String, String> headers, String requestId, JsonNode body)
+      throws IOException {
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url))
         .timeout(Duration.ofSeconds(30))
         .header("content-type", "application/json")
         .header("x-request-id", requestId)
-        .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)))
-        .build();
+        .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
+    headers.forEach(request::setHeader);
+    return request.build();
   }
 
   @Override

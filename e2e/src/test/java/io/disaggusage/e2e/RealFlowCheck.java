@@ -100,6 +100,11 @@ final class RealFlowCheck {
 
   /** The same with outcome {@code outcome} ({@code impossible_count} when the decode reported a count that cannot be true). */
   static void assertMetadata(AccessLogLine line, JsonNode read, JsonNode reportedUsage, String outcome) {
+    assertMetadata(line, read, reportedUsage, outcome, RealVllmPair.MODEL);
+  }
+
+  /** The same for a flow of {@code model} (a simulated engine's). */
+  static void assertMetadata(AccessLogLine line, JsonNode read, JsonNode reportedUsage, String outcome, String model) {
     assertThat(line.status()).isEqualTo(200);
     assertThat(line.field("usage_outcome")).as(line.toString()).isEqualTo(outcome);
     assertThat(line.field("prompt_tokens")).as(line.toString()).isEqualTo(read.path("prompt_tokens").asText());
@@ -109,6 +114,6 @@ final class RealFlowCheck {
     assertThat(line.field("total_tokens")).as(line.toString()).isEqualTo(read.path("total_tokens").asText());
     assertThat(line.field("reported_cached_tokens")).as(line.toString())
         .isEqualTo(Long.toString(reportedUsage.path("prompt_tokens_details").path("cached_tokens").asLong()));
-    assertThat(line.field("model")).as(line.toString()).isEqualTo(RealVllmPair.MODEL);
+    assertThat(line.field("model")).as(line.toString()).isEqualTo(model);
   }
 }
