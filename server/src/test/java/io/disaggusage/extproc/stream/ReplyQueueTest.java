@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The reply queue's ledger: after a failure at each point of an exchange, the bytes owed go out
@@ -90,22 +92,21 @@ class ReplyQueueTest {
     assertThat(sent.get(1).hasResponseTrailers()).isTrue();
   }
 
-  @Test
-  void aFailureBeforeAnythingWasTakenGivesBackWhatTheFilterHeld() {
+  /**
+   * A failure gives back what the filter held; bytes already taken for the reply (none before anything
+   * was taken) go before them.
+   */
+  @ParameterizedTest(name = "taken before the failure: \"{0}\"")
+  @ValueSource(strings = {"", "taken-"})
+  void aFailureGivesBackWhatWasTakenThenWhatTheFilterHeld(String taken) {
     ReplyQueue.Slot slot = replies.open(RequestCase.RESPONSE_BODY);
+    if (!taken.isEmpty()) {
+      replies.owe(slot, utf8(taken));
+    }
     replies.failOpen(utf8("held"), responseBody("chunk"), slot);
     assertThat(sent).hasSize(1);
-    assertThat(replacement(sent.get(0))).isEqualTo("held");
-    assertThat(bytesOut).isEqualTo(4);
-  }
-
-  @Test
-  void bytesTakenForTheReplyGoBeforeThoseTheFilterStillHeld() {
-    ReplyQueue.Slot slot = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(slot, utf8("taken-"));
-    replies.failOpen(utf8("held"), responseBody("chunk"), slot);
-    assertThat(replacement(sent.get(0))).isEqualTo("taken-held");
-    assertThat(bytesOut).isEqualTo(10);
+    assertThat(replacement(sent.get(0))).isEqualTo(taken + "held");
+    assertThat(bytesOut).isEqualTo(taken.length() + 4);
   }
 
   @Test
