@@ -35,14 +35,16 @@ class ExchangeInvariantsTest {
     try (ServiceUnderTest s = new ServiceUnderTest(ServiceUnderTest.testConfig())) {
       ExchangeResult[] r = Flows.contextFirst(s.envoy, Flows.ctx("inv", Wire.chatCompletion("c", Wire.usage(50, 1, 10L))),
           Flows.gen("inv", "application/json", WORKER));
-      recorded = ExchangeLedger.close();
+      ExchangeLedger.Recorded closed = ExchangeLedger.close();
+      recorded = closed.entries();
+      assertThat(closed.perMetrics()).containsExactly(Map.entry(s.metrics, 2L));
       assertThat(recorded).hasSize(2);
       assertThat(recorded).allSatisfy(e -> assertThat(e.metrics()).isSameAs(s.metrics));
       assertThat(recorded.get(1).clientBody()).isEqualTo(r[1].clientResponse().body());
       assertThat(recorded.get(1).metadata().apply("cached_tokens")).isEqualTo("10");
     }
     recorded.forEach(ExchangeInvariantsTest::check);
-    assertThat(ExchangeLedger.close()).as("nothing kept outside a test of the specification").isEmpty();
+    assertThat(ExchangeLedger.close().entries()).as("nothing kept outside a test of the specification").isEmpty();
   }
 
   @Test

@@ -48,16 +48,12 @@ final class ExchangeLedger {
     SERVED_BY.put(driver, metrics);
   }
 
-  /** A driver's service is closed: its exchanges need no longer be counted against it. */
+  /**
+   * A driver's service is closed. What was recorded against its metrics stays until the test's {@link
+   * #close}: a test that closes its own service is checked like one whose fixture does.
+   */
   static synchronized void retire(Object driver) {
-    Metrics m = SERVED_BY.remove(driver);
-    if (m != null && !SERVED_BY.containsValue(m)) {
-      RECORDED.remove(m);
-    }
-  }
-
-  static synchronized long recordedAgainst(Metrics metrics) {
-    return RECORDED.getOrDefault(metrics, 0L);
+    SERVED_BY.remove(driver);
   }
 
   /** One leg through the fake Envoy. */
@@ -102,11 +98,18 @@ final class ExchangeLedger {
     open = true;
   }
 
-  /** Stops recording: the exchanges recorded since {@link #open}. */
-  static synchronized List<Entry> close() {
+  /**
+   * What a test ran: its exchanges, and for each service's metrics how many exchanges were run against
+   * it since the service was made (the metrics count from then on too).
+   */
+  record Recorded(List<Entry> entries, Map<Metrics, Long> perMetrics) {}
+
+  /** Stops recording: what was recorded since {@link #open}. Services closed meanwhile are forgotten. */
+  static synchronized Recorded close() {
     open = false;
-    List<Entry> all = List.copyOf(ENTRIES);
+    Recorded r = new Recorded(List.copyOf(ENTRIES), new IdentityHashMap<>(RECORDED));
     ENTRIES.clear();
-    return all;
+    RECORDED.keySet().removeIf(m -> !SERVED_BY.containsValue(m));
+    return r;
   }
 }
