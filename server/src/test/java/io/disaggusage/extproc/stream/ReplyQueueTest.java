@@ -109,11 +109,17 @@ class ReplyQueueTest {
     assertThat(bytesOut).isEqualTo(taken.length() + 4);
   }
 
+  /** The last response body message's reply, owing {@code owed} and held (it waits for the context usage). */
+  private ReplyQueue.Slot heldLastBodyReply(String owed) {
+    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
+    replies.owe(last, utf8(owed));
+    replies.hold(last);
+    return last;
+  }
+
   @Test
   void theHeldLastReplyCarriesEverythingOwedWhenAStoreResultFails() {
-    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(last, utf8("a"));
-    replies.hold(last);
+    ReplyQueue.Slot last = heldLastBodyReply("a");
     ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     assertThat(replies.held()).isSameAs(last);
     // The context usage landed, more bytes were taken for the last reply, then building it failed.
@@ -128,9 +134,7 @@ class ReplyQueueTest {
 
   @Test
   void theHeldReplyTakesTheBytesWhenAnotherMessageFails() {
-    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(last, utf8("owed"));
-    replies.hold(last);
+    heldLastBodyReply("owed");
     ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     replies.failOpen(utf8("+held"), responseTrailers(), trailers);
     assertThat(replacement(sent.get(0))).isEqualTo("owed+held");
@@ -154,9 +158,7 @@ class ReplyQueueTest {
 
   @Test
   void aCompletedReplyIsNoLongerHeld() {
-    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(last, utf8("sent"));
-    replies.hold(last);
+    ReplyQueue.Slot last = heldLastBodyReply("sent");
     replies.complete(last, replies.bodyReply(null, utf8("sent"), null));
     assertThat(replies.held()).isNull();
     ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
