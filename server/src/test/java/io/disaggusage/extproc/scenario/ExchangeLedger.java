@@ -32,8 +32,8 @@ final class ExchangeLedger {
 
   private static final List<Entry> ENTRIES = new ArrayList<>();
   /**
-   * Open while a test of the specification runs: outside it (the property, soak and race tests run
-   * hundreds of thousands of flows) nothing is kept.
+   * Open while a test of the specification runs: outside it (the property and soak tests run
+   * many thousands of flows) nothing is kept.
    */
   private static boolean open;
   /** Which service's metrics each driver's exchanges land in. */
