@@ -52,12 +52,7 @@ class GracefulDrainTest {
 
   @AfterEach
   void tearDown() throws InterruptedException {
-    for (ManagedChannel channel : channels) {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    }
-    if (runtime != null) {
-      runtime.close();
-    }
+    RuntimeTeardown.close(channels, runtime);
   }
 
   private ServerRuntime start(String drainTimeout) throws Exception {

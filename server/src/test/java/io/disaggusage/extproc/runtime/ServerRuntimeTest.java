@@ -45,12 +45,7 @@ class ServerRuntimeTest {
 
   @AfterEach
   void tearDown() throws InterruptedException {
-    if (channel != null) {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    }
-    if (runtime != null) {
-      runtime.close();
-    }
+    RuntimeTeardown.close(channel == null ? List.of() : List.of(channel), runtime);
   }
 
   /** Ports 0 plus {@code key=value} settings. */

@@ -4,8 +4,6 @@ import io.disaggusage.extproc.testkit.TestPki;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.disaggusage.extproc.config.ConfigLoader;
-import io.disaggusage.extproc.config.ConfigLoader.Setting;
 import io.disaggusage.extproc.testkit.TestPki.Issued;
 import io.disaggusage.extproc.testkit.TestPki.KeyFormat;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -31,7 +29,6 @@ import java.security.cert.X509Certificate;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.KeyManagerFactory;
@@ -68,25 +65,14 @@ class TransportTlsTest {
 
   @AfterEach
   void tearDown() throws InterruptedException {
-    for (ManagedChannel channel : channels) {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    }
-    if (runtime != null) {
-      runtime.close();
-    }
+    RuntimeTeardown.close(channels, runtime);
   }
 
+  /** The runtime with the test certificate and key, plus {@code key=value} settings. */
   private ServerRuntime start(String... settings) throws Exception {
-    List<Setting> all = new ArrayList<>();
-    all.add(new Setting("grpc.port", "0", "test"));
-    all.add(new Setting("admin.port", "0", "test"));
-    all.add(new Setting("grpc.tls.cert_file", certFile.toString(), "test"));
-    all.add(new Setting("grpc.tls.key_file", keyFile.toString(), "test"));
-    for (String setting : settings) {
-      int eq = setting.indexOf('=');
-      all.add(new Setting(setting.substring(0, eq), setting.substring(eq + 1), "test"));
-    }
-    runtime = ServerRuntime.start(ConfigLoader.load(null, Map.of(), all));
+    List<String> all = new ArrayList<>(List.of("grpc.tls.cert_file=" + certFile, "grpc.tls.key_file=" + keyFile));
+    all.addAll(List.of(settings));
+    runtime = ServerRuntime.start(ServerRuntimeTest.config(all.toArray(String[]::new)));
     return runtime;
   }
 

@@ -64,12 +64,7 @@ class UnixSocketTest {
 
   @AfterEach
   void tearDown() throws InterruptedException {
-    for (ManagedChannel channel : channels) {
-      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    }
-    if (runtime != null) {
-      runtime.close();
-    }
+    RuntimeTeardown.close(channels, runtime);
     if (clientLoop != null) {
       clientLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }

@@ -5,13 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
 import io.disaggusage.extproc.scenario.VectorRunner.Splits;
-import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import io.disaggusage.extproc.driver.Chunking;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -24,20 +22,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Random splits start from {@code -Dchunks.seed=N} (default: the clock) and the failing iteration's
  * seed is in the assertion message; {@code -Dchunks.random=N} sets the iterations per vector.
  */
-class ChunkInvarianceTest {
+class ChunkInvarianceTest extends DirectServiceFixture {
   static final int RANDOM_PER_VECTOR = Integer.getInteger("chunks.random", 1500);
   static final long BASE_SEED = Long.getLong("chunks.seed", System.nanoTime());
   static final int[] MAX_CHUNK = {1, 2, 3, 5, 8, 16, 64, 256, 4096};
-
-  /** A new service per test method (JUnit makes a new instance for each). */
-  final DirectService service = new DirectService();
-  final MemoryContextUsageStore store = service.store;
-  final DirectEnvoy envoy = service.envoy;
-
-  @AfterEach
-  void stop() {
-    service.close();
-  }
 
   /**
    * Every engine vector, the TensorRT-LLM ones again with MessagePack request bodies, and the

@@ -34,6 +34,7 @@ import org.junit.jupiter.api.Test;
  * loaded host: the generation lookup must still find the context usage, in one replica's memory store
  * and across two replicas sharing Redis.
  */
+@ExchangeSpecification
 class ContextWriteRaceScenarioTest {
   private static final Duration WRITE_DELAY = Duration.ofMillis(300);
   private static final String CTX_USAGE = Wire.usage(100, 1, 32L);

@@ -52,6 +52,7 @@ final class Deployment implements AutoCloseable {
         fake.close();
         return;
       }
+      ExchangeLedger.retire(direct);
       store.close();
       timer.shutdownNow();
     }
@@ -99,7 +100,9 @@ final class Deployment implements AutoCloseable {
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     ContextUsageStore store = stores.open(config, timer);
     Metrics metrics = Metrics.standalone();
-    return new Replica(store, metrics, new DirectEnvoy(new ExtProcService(config, store, metrics, timer)), null, timer);
+    DirectEnvoy direct = new DirectEnvoy(new ExtProcService(config, store, metrics, timer));
+    ExchangeLedger.serve(direct, metrics);
+    return new Replica(store, metrics, direct, null, timer);
   }
 
   /** Runs {@code v} with its bodies cut as {@code splits} says: what the client of each leg got. */

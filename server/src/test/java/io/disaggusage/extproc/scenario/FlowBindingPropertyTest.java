@@ -4,18 +4,16 @@ import io.disaggusage.extproc.testkit.OpenAiClientView;
 import io.disaggusage.extproc.testkit.Wire;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.Flow;
-import io.disaggusage.extproc.scenario.FlowBindingMatrixTest.KeySource;
+import io.disaggusage.extproc.scenario.FlowBindingSpecificationTest.Flow;
+import io.disaggusage.extproc.scenario.FlowBindingSpecificationTest.KeySource;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Leg;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.driver.EnvoyStream;
-import io.disaggusage.extproc.store.MemoryContextUsageStore;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,19 +22,9 @@ import org.junit.jupiter.api.Test;
  * order with random request-body splits, then their generation legs in another random order: every
  * generation reads its own flow's numbers and the store ends empty.
  */
-class FlowBindingPropertyTest {
+class FlowBindingPropertyTest extends DirectServiceFixture {
   static final long SEED = Long.getLong("binding.seed", System.nanoTime());
   static final int RUNS = 400;
-
-  /** A new service per test method (JUnit makes a new instance for each). */
-  final DirectService service = new DirectService();
-  final MemoryContextUsageStore store = service.store;
-  final DirectEnvoy envoy = service.envoy;
-
-  @AfterEach
-  void stop() {
-    service.close();
-  }
 
   record Planned(Flow flow, String key) {}
 
@@ -78,7 +66,7 @@ class FlowBindingPropertyTest {
     String response = context
         ? source.contextReply(p.key(), Wire.usage(f.promptTokens(), 1, f.cachedTokens()))
         : Wire.chatCompletion("gen", Wire.usage(f.promptTokens(), f.completionTokens(), f.promptTokens()));
-    return new Leg(FlowBindingMatrixTest.PATH, source.headers(p.key(), context, false), source.cluster(context),
+    return new Leg(FlowBindingSpecificationTest.PATH, source.headers(p.key(), context, false), source.cluster(context),
         source.body(p.key(), f.prompt(), context, false), "application/json", response.getBytes(StandardCharsets.UTF_8));
   }
 }

@@ -7,6 +7,7 @@ import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
 import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
+import io.disaggusage.extproc.emulator.envoy.ExchangeHandle;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 
@@ -17,31 +18,71 @@ import io.disaggusage.extproc.emulator.envoy.FakeEnvoy;
 public final class Flows {
   private Flows() {}
 
+  // Every flow is recorded in the ExchangeLedger, for the ExchangeInvariants checked after each test.
+
   /** {@link DisaggFlows#run}. */
   public static ExchangeResult run(FakeEnvoy envoy, Exchange.Builder exchange) {
-    return DisaggFlows.run(envoy, exchange);
+    return ExchangeLedger.record(envoy, DisaggFlows.run(envoy, exchange));
   }
 
   /** {@link DisaggFlows#contextFirst(FakeEnvoy, Exchange.Builder, Exchange.Builder)}. */
   public static ExchangeResult[] contextFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    return DisaggFlows.contextFirst(envoy, ctx, gen);
+    return recorded(envoy, envoy, DisaggFlows.contextFirst(envoy, ctx, gen));
   }
 
   /** {@link DisaggFlows#contextFirst(FakeEnvoy, Exchange.Builder, FakeEnvoy, Exchange.Builder)}. */
   public static ExchangeResult[] contextFirst(
       FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
-    return DisaggFlows.contextFirst(ctxEnvoy, ctx, genEnvoy, gen);
+    return recorded(ctxEnvoy, genEnvoy, DisaggFlows.contextFirst(ctxEnvoy, ctx, genEnvoy, gen));
   }
 
   /** {@link DisaggFlows#generationFirst(FakeEnvoy, Exchange.Builder, Exchange.Builder)}. */
   public static ExchangeResult[] generationFirst(FakeEnvoy envoy, Exchange.Builder ctx, Exchange.Builder gen) {
-    return DisaggFlows.generationFirst(envoy, ctx, gen);
+    return recorded(envoy, envoy, DisaggFlows.generationFirst(envoy, ctx, gen));
   }
 
   /** {@link DisaggFlows#generationFirst(FakeEnvoy, Exchange.Builder, FakeEnvoy, Exchange.Builder)}. */
   public static ExchangeResult[] generationFirst(
       FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen) {
-    return DisaggFlows.generationFirst(ctxEnvoy, ctx, genEnvoy, gen);
+    return recorded(ctxEnvoy, genEnvoy, DisaggFlows.generationFirst(ctxEnvoy, ctx, genEnvoy, gen));
+  }
+
+  /** An exchange run through an {@link io.disaggusage.extproc.emulator.envoy.ExchangeHandle}, recorded like the others. */
+  public static ExchangeResult recorded(FakeEnvoy envoy, ExchangeResult r) {
+    return ExchangeLedger.record(envoy, r);
+  }
+
+  /** A value of the service's dynamic metadata as Envoy's access log prints it; null where unset. */
+  public static String metadata(ExchangeResult r, String key) {
+    return LegSeen.of(r).metadata(key);
+  }
+
+  /**
+   * {@link DisaggFlows#generationFirst(FakeEnvoy, Exchange.Builder, FakeEnvoy, Exchange.Builder, java.time.Duration)}:
+   * the context leg's response {@code lag} after the generation's.
+   */
+  public static ExchangeResult[] generationFirst(
+      FakeEnvoy ctxEnvoy, Exchange.Builder ctx, FakeEnvoy genEnvoy, Exchange.Builder gen, java.time.Duration lag) {
+    return recorded(ctxEnvoy, genEnvoy, DisaggFlows.generationFirst(ctxEnvoy, ctx, genEnvoy, gen, lag));
+  }
+
+  /**
+   * Starts {@code gen} as a concurrent generation leg ({@code x-disagg-order: concurrent}) and lets its
+   * whole response body go once its headers are through: the caller watches what reaches the client
+   * while the service waits for the context leg, then records the result with {@link #recorded}.
+   */
+  public static ExchangeHandle startConcurrent(FakeEnvoy envoy, Exchange.Builder gen) {
+    ExchangeHandle h = envoy.start(gen.requestHeader("x-disagg-order", "concurrent").gateResponseBody().build());
+    h.awaitResponseHeadersForwarded();
+    h.releaseResponseBody();
+    return h;
+  }
+
+  /** {context, generation} of a two-leg flow, both recorded. */
+  private static ExchangeResult[] recorded(FakeEnvoy ctxEnvoy, FakeEnvoy genEnvoy, ExchangeResult[] r) {
+    ExchangeLedger.record(ctxEnvoy, r[0]);
+    ExchangeLedger.record(genEnvoy, r[1]);
+    return r;
   }
 
   /** A context leg on {@code /v1/chat/completions}: a JSON answer with its content-length, cut in 33-byte messages. */
@@ -61,6 +102,17 @@ public final class Flows {
     return Exchange.post(EngineRequests.PATH, "{\"kv_transfer_params\":{\"do_remote_decode\":true}}")
         .requestHeader("x-request-id", requestId)
         .responseHeader("content-type", "application/json")
+        .responseBody(responseBody);
+  }
+
+  /**
+   * The vLLM generation leg of {@link #ctx} ({@code do_remote_prefill}) under the same {@code x-request-id}:
+   * the worker's answer of {@code contentType}, without content-length.
+   */
+  public static Exchange.Builder gen(String requestId, String contentType, String responseBody) {
+    return Exchange.post(EngineRequests.PATH, "{\"kv_transfer_params\":{\"do_remote_prefill\":true}}")
+        .requestHeader("x-request-id", requestId)
+        .responseHeader("content-type", contentType)
         .responseBody(responseBody);
   }
 

@@ -11,7 +11,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.testkit.OpenAiClientView.ClientUsage;
 import io.disaggusage.extproc.driver.Chunking;
-import io.disaggusage.extproc.emulator.envoy.DisaggFlows;
 import io.disaggusage.extproc.emulator.envoy.EnvoyStats;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
@@ -29,6 +28,7 @@ import org.junit.jupiter.api.Test;
  * runs. The service extends it when the timer runs for the message it holds, and sends nothing Envoy
  * would ignore when the end of the body came with its last bytes.
  */
+@ExchangeSpecification
 class GenerationFirstTimerScenarioTest {
   /** Longer than the fake Envoy's message timeout in these tests. */
   private static final Duration CONTEXT_LAG =
@@ -58,7 +58,7 @@ class GenerationFirstTimerScenarioTest {
     Exchange.Builder ctx = ctxExchange(
         trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID + ",\"schedule_style\":1"),
         Wire.trtContextResponse(TRT_ID, TRT_ID, CTX_USAGE));
-    ExchangeResult[] r = DisaggFlows.generationFirst(service.envoy, ctx, service.envoy, gen, CONTEXT_LAG);
+    ExchangeResult[] r = Flows.generationFirst(service.envoy, ctx, service.envoy, gen, CONTEXT_LAG);
     assertClean(r[0]);
     assertClean(r[1]); // no message timeout: the client got every byte, corrected
     assertThat(r[1].accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%")).isEqualTo("rewritten");

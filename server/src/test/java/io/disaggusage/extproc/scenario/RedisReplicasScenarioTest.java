@@ -40,6 +40,7 @@ import org.junit.jupiter.api.Test;
  * and body kind, and must never notice Redis going away: while it is down traffic passes through
  * unmodified and promptly; once it is back, usage is corrected again without a restart.
  */
+@ExchangeSpecification
 class RedisReplicasScenarioTest {
   private static final Duration REDIS_TIMEOUT = Duration.ofMillis(50); // the default, well below Envoy's 200 ms
   /** What an exchange may take in this harness beyond one Redis timeout (in-process gRPC, a busy CI host). */

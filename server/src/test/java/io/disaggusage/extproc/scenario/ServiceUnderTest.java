@@ -145,6 +145,7 @@ public final class ServiceUnderTest implements AutoCloseable {
           NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
     }
     envoy = FakeEnvoy.builder(channel).config(shippedFilterConfig(config)).profile(profile).build();
+    ExchangeLedger.serve(envoy, metrics);
   }
 
   public ServiceUnderTest(Config config) throws Exception {
@@ -245,6 +246,7 @@ public final class ServiceUnderTest implements AutoCloseable {
 
   @Override
   public void close() throws Exception {
+    ExchangeLedger.retire(envoy);
     envoy.close();
     channel.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
     server.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);

@@ -175,20 +175,11 @@ class SoakTest {
       count("unrelated");
     } else if (kind < 78) {
       // A generation whose context never comes: the worker's own usage after the wait.
-      ExchangeResult r = Flows.run(s.envoy, gen.requestHeader("x-disagg-order", "concurrent"));
-      clean(r, as);
-      assertThat(r.clientResponse().bodyUtf8()).as(as).isEqualTo(genBody);
-      count("context-never-comes");
+      untouched(Flows.run(s.envoy, gen.requestHeader("x-disagg-order", "concurrent")), genBody, as, "context-never-comes");
     } else if (kind < 84) {
-      ExchangeResult r = Flows.run(s.envoy, gen.responseStatus(503));
-      clean(r, as);
-      assertThat(r.clientResponse().bodyUtf8()).as(as).isEqualTo(genBody);
-      count("non-2xx");
+      untouched(Flows.run(s.envoy, gen.responseStatus(503)), genBody, as, "non-2xx");
     } else if (kind < 88) {
-      ExchangeResult r = Flows.run(s.envoy, gen.responseHeader("content-encoding", "gzip"));
-      clean(r, as);
-      assertThat(r.clientResponse().bodyUtf8()).as(as).isEqualTo(genBody);
-      count("compressed");
+      untouched(Flows.run(s.envoy, gen.responseHeader("content-encoding", "gzip")), genBody, as, "compressed");
     } else if (kind < 92) {
       Flows.run(s.envoy, ctx);
       String broken = genBody.substring(0, genBody.length() / 2);
@@ -249,6 +240,13 @@ class SoakTest {
 
   static long failedOpen(ExchangeResult r) {
     return r.stats().get(EnvoyStats.MESSAGE_TIMEOUTS) + r.stats().get(EnvoyStats.FAILURE_MODE_ALLOWED);
+  }
+
+  /** An exchange the service must let through as the worker sent it: clean, the worker's body, counted as {@code kind}. */
+  void untouched(ExchangeResult r, String workerBody, String as, String kind) {
+    clean(r, as);
+    assertThat(r.clientResponse().bodyUtf8()).as(as).isEqualTo(workerBody);
+    count(kind);
   }
 
   static void clean(ExchangeResult r, String as) {

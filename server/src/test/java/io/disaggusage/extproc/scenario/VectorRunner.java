@@ -44,6 +44,16 @@ public final class VectorRunner {
    * {@code generationEnvoy}: two replicas of the service, as behind a Deployment sharing one store.
    */
   public static Outcome run(DirectEnvoy contextEnvoy, DirectEnvoy generationEnvoy, Vector v, Splits splits) {
+    Outcome o = runUnrecorded(contextEnvoy, generationEnvoy, v, splits);
+    // Recorded for the ExchangeInvariants checked after each test of the specification.
+    if (o.context() != null) {
+      ExchangeLedger.record(contextEnvoy, v.context(), o.context());
+    }
+    ExchangeLedger.record(generationEnvoy, v.generation(), o.generation());
+    return o;
+  }
+
+  private static Outcome runUnrecorded(DirectEnvoy contextEnvoy, DirectEnvoy generationEnvoy, Vector v, Splits splits) {
     if (v.order() == Order.CARRIED) {
       EnvoyStream g = generationEnvoy.open();
       whole(g, v.generation(), splits.generationRequest(), splits.generationResponse());

@@ -70,6 +70,13 @@ class RedisContextUsageStoreTest {
     return new RedisContextUsageStore.Settings(uri, false, prefix, ttl, TIMEOUT);
   }
 
+  /** A store on the test Redis under {@code prefix} with a 30 s TTL, once it is ready. */
+  private RedisContextUsageStore openReady(String prefix) throws Exception {
+    RedisContextUsageStore store = open(settings(redis.uri(), prefix, Duration.ofSeconds(30)));
+    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    return store;
+  }
+
   private RedisContextUsageStore open(RedisContextUsageStore.Settings settings) {
     return open(settings, timer);
   }
@@ -108,8 +115,7 @@ class RedisContextUsageStoreTest {
 
   @Test
   void keysAndValueFollowTheDocumentedV2FormatAndEveryKeyHasATtl() throws Exception {
-    RedisContextUsageStore store = open(settings(redis.uri(), "fmt:", Duration.ofSeconds(30)));
-    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisContextUsageStore store = openReady("fmt:");
     RedisClient subscriber = RedisClient.create(redis.uri());
     closeables.add(subscriber::shutdown);
     StatefulRedisPubSubConnection<String, String> pubsub = subscriber.connectPubSub();
@@ -161,8 +167,7 @@ class RedisContextUsageStoreTest {
 
   @Test
   void aValueWrittenByHandIsReadAsDocumented() throws Exception {
-    RedisContextUsageStore store = open(settings(redis.uri(), "doc:", Duration.ofSeconds(30)));
-    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisContextUsageStore store = openReady("doc:");
     var redisSync = plainConnection().sync();
     String value =
         "{\"v\":2,\"id\":\"e1\",\"fp\":\"-\",\"keys\":[\"xrid:abc\",\"hdr:abc\"],\"prompt_tokens\":\"18446744073709551616\","
@@ -183,8 +188,7 @@ class RedisContextUsageStoreTest {
    */
   @Test
   void aV1EntryLeftByAnOlderReplicaIsIgnored() throws Exception {
-    RedisContextUsageStore store = open(settings(redis.uri(), "old:", Duration.ofSeconds(30)));
-    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisContextUsageStore store = openReady("old:");
     var redisSync = plainConnection().sync();
     String v1 =
         "{\"v\":1,\"id\":\"e1\",\"keys\":[\"xrid:abc\"],\"prompt_tokens\":\"9\",\"cached_tokens\":\"0\",\"details\":{}}";
@@ -197,8 +201,7 @@ class RedisContextUsageStoreTest {
 
   @Test
   void aForeignValueFailsTheLookupAndIsRemoved() throws Exception {
-    RedisContextUsageStore store = open(settings(redis.uri(), "bad:", Duration.ofSeconds(30)));
-    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisContextUsageStore store = openReady("bad:");
     var redisSync = plainConnection().sync();
     redisSync.psetex("{bad:v2}:ctx:-:trt:2748779069441234567", 30_000, "{\"v\":3}");
     assertThatThrownBy(() -> store.take(List.of(A), null).join().usage())
@@ -209,8 +212,7 @@ class RedisContextUsageStoreTest {
 
   @Test
   void anAliasOverwrittenByANewerEntryIsNotConsumedWithTheOldOne() throws Exception {
-    RedisContextUsageStore store = open(settings(redis.uri(), "ovr:", Duration.ofSeconds(30)));
-    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisContextUsageStore store = openReady("ovr:");
     ContextUsage newer = new ContextUsage(BigInteger.valueOf(55), Map.of(), BigInteger.ZERO);
     store.put(List.of(A, B), null, USAGE).join();
     store.put(List.of(B), null, newer).join(); // a retry reusing one id
@@ -284,8 +286,7 @@ class RedisContextUsageStoreTest {
 
   @Test
   void aStalledRedisCostsAnOperationTheTimeoutNotMore() throws Exception {
-    RedisContextUsageStore store = open(settings(redis.uri(), "slow:", Duration.ofSeconds(30)));
-    RedisStores.awaitReady(store, Duration.ofSeconds(10));
+    RedisContextUsageStore store = openReady("slow:");
     store.put(List.of(A), null, USAGE).join();
     plainConnection().sync().clientPause(1500); // every client's commands wait 1.5 s
     long start = System.nanoTime();

@@ -38,11 +38,8 @@ public final class RedisSizingBenchmark {
   private RedisSizingBenchmark() {}
 
   public static void main(String[] args) throws Exception {
-    int entries = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
-    if (!RedisServer.available()) {
-      System.err.println(RedisServer.BINARY + " is not on PATH; run scripts/install-test-tools or install redis-server");
-      System.exit(2);
-    }
+    int entries = BenchmarkArgs.intArg(args, 0, 100_000);
+    BenchmarkArgs.requireRedisServer();
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     try (RedisServer redis = RedisServer.start()) {
       RedisClient client = RedisClient.create(redis.uri());

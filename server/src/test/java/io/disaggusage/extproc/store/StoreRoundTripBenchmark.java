@@ -49,12 +49,9 @@ public final class StoreRoundTripBenchmark {
   private static final PromptFingerprint FINGERPRINT = new PromptFingerprint(0x1234_5678_9abc_def0L, 0x0fed_cba9_8765_4321L);
 
   public static void main(String[] args) throws Exception {
-    int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
-    int warmUp = args.length > 1 ? Integer.parseInt(args[1]) : 5_000;
-    if (!RedisServer.available()) {
-      System.err.println(RedisServer.BINARY + " is not on PATH; install it (Debian: apt-get install redis-server)");
-      System.exit(2);
-    }
+    int rounds = BenchmarkArgs.intArg(args, 0, 20_000);
+    int warmUp = BenchmarkArgs.intArg(args, 1, 5_000);
+    BenchmarkArgs.requireRedisServer();
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     try (RedisServer redis = RedisServer.start()) {
       Result memory;

@@ -10,30 +10,24 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.classic.spi.StackTraceElementProxy;
 import ch.qos.logback.core.read.ListAppender;
-import io.disaggusage.extproc.classify.CorrelationKey;
-import io.disaggusage.extproc.classify.PromptFingerprint;
 import io.disaggusage.extproc.rewrite.ContextObserver;
 import io.disaggusage.extproc.rewrite.ResponseBodyProcessor;
 import io.disaggusage.extproc.rewrite.GenerationRewriter;
 import io.disaggusage.extproc.scenario.Flows;
 import io.disaggusage.extproc.scenario.ServiceUnderTest;
 import io.disaggusage.extproc.testkit.Wire;
-import io.disaggusage.extproc.store.ContextLookup;
 import io.disaggusage.extproc.store.ContextUsageStore;
-import io.disaggusage.extproc.store.ForwardingStore;
+import io.disaggusage.extproc.store.FailingStore;
 import io.disaggusage.extproc.driver.Chunking;
 import io.disaggusage.extproc.emulator.envoy.EnvoyProfile;
 import io.disaggusage.extproc.emulator.envoy.Exchange;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
-import io.disaggusage.extproc.usage.ContextUsage;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -133,26 +127,12 @@ class ExchangeLogTest {
     List<Map<String, String>> summaries = summaries();
     assertThat(summaries).hasSize(results.size());
 
-    assertThat(summaryFor(summaries, "xrid:log-json", "context"))
-        .containsEntry("outcome", "stored")
-        .containsEntry("model", Wire.MODEL)
-        .containsEntry("prompt", "50")
-        .containsEntry("cached", "10")
-        .containsEntry("completion", "-")
-        .containsEntry("corrected", "false")
-        .containsEntry("bytes_in", bytes(results.get(0).exchange().responseBody()))
-        .containsEntry("bytes_out", bytes(results.get(0).clientResponse().body()));
-    assertThat(summaryFor(summaries, "xrid:log-json", "generation"))
-        .containsEntry("outcome", "rewritten")
-        .containsEntry("model", Wire.MODEL)
-        .containsEntry("prompt", "50")
-        .containsEntry("cached", "10")
-        .containsEntry("reported_cached", "50")
-        .containsEntry("completion", "4")
-        .containsEntry("total", "54")
-        .containsEntry("corrected", "true")
-        .containsEntry("bytes_in", Integer.toString(genJson.length()))
-        .containsEntry("bytes_out", bytes(results.get(1).clientResponse().body()));
+    assertThat(summaryFor(summaries, "xrid:log-json", "context")).containsAllEntriesOf(fields(
+        "outcome=stored", "model=" + Wire.MODEL, "prompt=50", "cached=10", "completion=-", "corrected=false",
+        "bytes_in=" + bytes(results.get(0).exchange().responseBody()), "bytes_out=" + bytes(results.get(0).clientResponse().body())));
+    assertThat(summaryFor(summaries, "xrid:log-json", "generation")).containsAllEntriesOf(fields(
+        "outcome=rewritten", "model=" + Wire.MODEL, "prompt=50", "cached=10", "reported_cached=50", "completion=4", "total=54",
+        "corrected=true", "bytes_in=" + genJson.length(), "bytes_out=" + bytes(results.get(1).clientResponse().body())));
     assertThat(summaryFor(summaries, "xrid:log-sse", "generation"))
         .containsEntry("outcome", "rewritten")
         .containsEntry("completion", "3")
@@ -248,24 +228,11 @@ class ExchangeLogTest {
   void storeFailuresAreWarnedWithTheExceptionClassOnly() throws Exception {
     UnaryOperator<ContextUsageStore> broken =
         real ->
-            new ForwardingStore(real) {
-              @Override
-              public CompletableFuture<Void> put(
-      List<CorrelationKey> keys, PromptFingerprint fingerprint, ContextUsage usage) {
-                return CompletableFuture.failedFuture(new IllegalStateException("cannot store " + PROMPT));
-              }
-
-              @Override
-              public CompletableFuture<ContextLookup> take(List<CorrelationKey> keys, PromptFingerprint fingerprint) {
-                return CompletableFuture.failedFuture(new IllegalArgumentException("lookup " + COMPLETION));
-              }
-
-              @Override
-              public CompletableFuture<ContextLookup> await(
-      List<CorrelationKey> keys, PromptFingerprint fingerprint, Duration timeout) {
-                return CompletableFuture.failedFuture(new IllegalArgumentException("await " + COMPLETION));
-              }
-            };
+            FailingStore.failing(
+                real,
+                () -> new IllegalStateException("cannot store " + PROMPT),
+                () -> new IllegalArgumentException("lookup " + COMPLETION),
+                () -> new IllegalArgumentException("await " + COMPLETION));
     try (ServiceUnderTest s =
         new ServiceUnderTest(
             ServiceUnderTest.testConfig(),
@@ -338,6 +305,16 @@ class ExchangeLogTest {
       out.add(fields);
     }
     return out;
+  }
+
+  /** The summary fields {@code key=value} (the value may hold '='), in order. */
+  private static Map<String, String> fields(String... keyValues) {
+    Map<String, String> fields = new LinkedHashMap<>();
+    for (String kv : keyValues) {
+      int eq = kv.indexOf('=');
+      fields.put(kv.substring(0, eq), kv.substring(eq + 1));
+    }
+    return fields;
   }
 
   private static Map<String, String> summaryFor(List<Map<String, String>> summaries, String key, String phase) {

@@ -199,15 +199,24 @@ class LimitsTest {
   void anEndlessEventIsPassedThroughWithBoundedHolding() {
     int maxEvent = 64 * 1024;
     start(1 << 24, maxEvent, 256, 1000, 10, Duration.ofSeconds(10));
-    context("big", Wire.chatCompletion("b", Wire.usage(50, 1, 10L)));
-    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "big"), "text/event-stream");
-    byte[] head = utf8("data: {\"usage\":" + Wire.usage(50, 4, 50L) + ",\"pad\":\"");
-    byte[] chunk = utf8("x".repeat(16 * 1024));
-    byte[] tail = utf8("\"}\n\n");
     // 32 MiB of one event without a blank line: the service never holds more than one event cap.
-    int lag = maxLag(g, head, chunk, 2048, tail);
-    assertThat(lag).isLessThanOrEqualTo(maxEvent);
-    assertThat(g.clientBody().length).isEqualTo(head.length + 2048 * chunk.length + tail.length);
+    streamsThroughOversize("big", "text/event-stream",
+        utf8("data: {\"usage\":" + Wire.usage(50, 4, 50L) + ",\"pad\":\""), utf8("x".repeat(16 * 1024)), 2048, utf8("\"}\n\n"),
+        maxEvent);
+  }
+
+  /**
+   * A generation response of {@code head}, {@code count} × {@code chunk} and {@code tail}, above its cap,
+   * after its context under {@code id}: every byte reaches the client, never more than {@code bound}
+   * behind, and the exchange ends {@code oversize}.
+   */
+  private void streamsThroughOversize(
+      String id, String contentType, byte[] head, byte[] chunk, int count, byte[] tail, int bound) {
+    context(id, Wire.chatCompletion(id, Wire.usage(50, 1, 10L)));
+    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", id), contentType);
+    int lag = maxLag(g, head, chunk, count, tail);
+    assertThat(lag).isLessThanOrEqualTo(bound);
+    assertThat(g.clientBody().length).isEqualTo(head.length + count * chunk.length + tail.length);
     assertThat(g.metadata("disagg_usage", "outcome")).isEqualTo("oversize");
   }
 
@@ -215,17 +224,11 @@ class LimitsTest {
   void aJsonBodyAboveItsCapIsReleasedAndThenStreams() {
     int maxBody = 256 * 1024;
     start(maxBody, 1 << 20, 256, 1000, 10, Duration.ofSeconds(10));
-    context("json", Wire.chatCompletion("j", Wire.usage(50, 1, 10L)));
-    EnvoyStream g = exchange(GEN_REQ, headers("x-request-id", "json"), "application/json");
     // Usage first: the streaming rewriter holds the usage object and everything after it until the body
     // ends, so here the held part crosses the cap (with usage last, only the usage object is held).
-    byte[] head = utf8("{\"usage\":" + Wire.usage(50, 4, 50L) + ",\"pad\":\"");
     byte[] chunk = utf8("y".repeat(16 * 1024));
-    byte[] tail = utf8("\"}");
-    int lag = maxLag(g, head, chunk, 1024, tail);
-    assertThat(lag).isLessThanOrEqualTo(maxBody + chunk.length);
-    assertThat(g.clientBody().length).isEqualTo(head.length + 1024 * chunk.length + tail.length);
-    assertThat(g.metadata("disagg_usage", "outcome")).isEqualTo("oversize");
+    streamsThroughOversize("json", "application/json",
+        utf8("{\"usage\":" + Wire.usage(50, 4, 50L) + ",\"pad\":\""), chunk, 1024, utf8("\"}"), maxBody + chunk.length);
     assertThat(metrics.exchangeCount(Phase.GENERATION, Outcome.OVERSIZE)).isEqualTo(1);
   }
 

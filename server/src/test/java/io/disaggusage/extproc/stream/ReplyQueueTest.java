@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The reply queue's ledger: after a failure at each point of an exchange, the bytes owed go out
@@ -90,29 +92,34 @@ class ReplyQueueTest {
     assertThat(sent.get(1).hasResponseTrailers()).isTrue();
   }
 
-  @Test
-  void aFailureBeforeAnythingWasTakenGivesBackWhatTheFilterHeld() {
+  /**
+   * A failure gives back what the filter held; bytes already taken for the reply (none before anything
+   * was taken) go before them.
+   */
+  @ParameterizedTest(name = "taken before the failure: \"{0}\"")
+  @ValueSource(strings = {"", "taken-"})
+  void aFailureGivesBackWhatWasTakenThenWhatTheFilterHeld(String taken) {
     ReplyQueue.Slot slot = replies.open(RequestCase.RESPONSE_BODY);
+    if (!taken.isEmpty()) {
+      replies.owe(slot, utf8(taken));
+    }
     replies.failOpen(utf8("held"), responseBody("chunk"), slot);
     assertThat(sent).hasSize(1);
-    assertThat(replacement(sent.get(0))).isEqualTo("held");
-    assertThat(bytesOut).isEqualTo(4);
+    assertThat(replacement(sent.get(0))).isEqualTo(taken + "held");
+    assertThat(bytesOut).isEqualTo(taken.length() + 4);
   }
 
-  @Test
-  void bytesTakenForTheReplyGoBeforeThoseTheFilterStillHeld() {
-    ReplyQueue.Slot slot = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(slot, utf8("taken-"));
-    replies.failOpen(utf8("held"), responseBody("chunk"), slot);
-    assertThat(replacement(sent.get(0))).isEqualTo("taken-held");
-    assertThat(bytesOut).isEqualTo(10);
+  /** The last response body message's reply, owing {@code owed} and held (it waits for the context usage). */
+  private ReplyQueue.Slot heldLastBodyReply(String owed) {
+    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
+    replies.owe(last, utf8(owed));
+    replies.hold(last);
+    return last;
   }
 
   @Test
   void theHeldLastReplyCarriesEverythingOwedWhenAStoreResultFails() {
-    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(last, utf8("a"));
-    replies.hold(last);
+    ReplyQueue.Slot last = heldLastBodyReply("a");
     ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     assertThat(replies.held()).isSameAs(last);
     // The context usage landed, more bytes were taken for the last reply, then building it failed.
@@ -127,9 +134,7 @@ class ReplyQueueTest {
 
   @Test
   void theHeldReplyTakesTheBytesWhenAnotherMessageFails() {
-    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(last, utf8("owed"));
-    replies.hold(last);
+    heldLastBodyReply("owed");
     ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);
     replies.failOpen(utf8("+held"), responseTrailers(), trailers);
     assertThat(replacement(sent.get(0))).isEqualTo("owed+held");
@@ -153,9 +158,7 @@ class ReplyQueueTest {
 
   @Test
   void aCompletedReplyIsNoLongerHeld() {
-    ReplyQueue.Slot last = replies.open(RequestCase.RESPONSE_BODY);
-    replies.owe(last, utf8("sent"));
-    replies.hold(last);
+    ReplyQueue.Slot last = heldLastBodyReply("sent");
     replies.complete(last, replies.bodyReply(null, utf8("sent"), null));
     assertThat(replies.held()).isNull();
     ReplyQueue.Slot trailers = replies.open(RequestCase.RESPONSE_TRAILERS);

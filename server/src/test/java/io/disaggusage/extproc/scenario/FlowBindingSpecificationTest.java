@@ -38,9 +38,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  * correlation key but not one prompt each get their own numbers — context first, generation first with
  * the other flow's context landing during the wait, many at once — and a forged context leg under the
  * victim's key moves nothing. With Redis the context leg passes one replica and the generation leg
- * another, as behind a central Deployment.
+ * another, as behind a central Deployment. The specification's cases of flow binding, with its
+ * invariants checked on every exchange.
  */
-class FlowBindingMatrixTest {
+@ExchangeSpecification
+class FlowBindingSpecificationTest {
   static final String PATH = "/v1/chat/completions";
 
   /** Where the two legs' shared key comes from (behaviour.md §3), and how each source's legs look. */
@@ -189,14 +191,9 @@ class FlowBindingMatrixTest {
     contexts = generations = null;
   }
 
+  /** Every store × every key source. */
   static Stream<Arguments> matrix() {
-    List<Arguments> out = new ArrayList<>();
-    for (StoreKind store : StoreKind.values()) {
-      for (KeySource source : KeySource.values()) {
-        out.add(Arguments.of(store, source));
-      }
-    }
-    return out.stream();
+    return Stream.of(StoreKind.values()).flatMap(store -> Stream.of(KeySource.values()).map(source -> Arguments.of(store, source)));
   }
 
   private void start(StoreKind store) throws Exception {
@@ -252,15 +249,20 @@ class FlowBindingMatrixTest {
     return r.accessLog("%DYNAMIC_METADATA(disagg_usage:outcome)%");
   }
 
+  /** Both flows' context legs under one key, then both generation legs: each reads its own numbers. */
+  private void bothContextsThenBothGenerations(StoreKind store, KeySource source, Flow first, Flow second) throws Exception {
+    start(store);
+    String key = source.key();
+    context(source, key, first);
+    context(source, key, second);
+    generation(source, key, first);
+    generation(source, key, second);
+  }
+
   @ParameterizedTest(name = "{0} store, key from {1}")
   @MethodSource("matrix")
   void twoFlowsSharingAKeyEachGetTheirOwnNumbers(StoreKind store, KeySource source) throws Exception {
-    start(store);
-    String key = source.key();
-    context(source, key, TENANT_A);
-    context(source, key, TENANT_B);
-    generation(source, key, TENANT_A);
-    generation(source, key, TENANT_B);
+    bothContextsThenBothGenerations(store, source, TENANT_A, TENANT_B);
     assertThat(generations.metrics.exchangeCount(Phase.GENERATION, Outcome.FINGERPRINT_MISMATCH)).isZero();
   }
 
@@ -287,12 +289,7 @@ class FlowBindingMatrixTest {
   @ParameterizedTest(name = "{0} store, key from {1}")
   @MethodSource("matrix")
   void aForgedContextLegMovesNothing(StoreKind store, KeySource source) throws Exception {
-    start(store);
-    String key = source.key();
-    context(source, key, VICTIM);
-    context(source, key, ATTACKER);
-    generation(source, key, VICTIM);
-    generation(source, key, ATTACKER);
+    bothContextsThenBothGenerations(store, source, VICTIM, ATTACKER);
   }
 
   @ParameterizedTest(name = "{0} store, key from {1}")

@@ -15,8 +15,6 @@ import io.disaggusage.extproc.emulator.envoy.ExchangeHandle;
 import io.disaggusage.extproc.emulator.envoy.ExchangeResult;
 import java.time.Duration;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -27,27 +25,22 @@ import org.junit.jupiter.params.provider.MethodSource;
  * request that asks for usage (and no stale {@code content-length}), answers with the usage chunk, the
  * service uses its corrected numbers for dynamic metadata and metrics, and the client receives exactly
  * the bytes the worker would have sent without the injection — whatever the chunking of either body.
+ * (The specification's invariants hold here too: outside {@code usage} the client's bytes are the
+ * worker's, less the usage event the client never asked for.)
  */
-class IncludeUsageInjectionScenarioTest {
+class IncludeUsageInjectionSpecificationTest extends ScenarioFixture {
   static final String PATH = "/v1/chat/completions";
   static final String ADDED = ",\"stream_options\":{\"include_usage\":true}";
   static final String MESSAGES = "\"messages\":[{\"role\":\"user\",\"content\":\"capital of France?\"}]";
-
-  ServiceUnderTest service;
 
   static Config injecting(Config c) {
     return new Config(c.grpc(), c.admin(), c.classification(), c.ordering(), c.store(), c.metadata(), c.limits(),
         c.metrics(), c.logging(), c.shutdown(), new Config.Streaming(true));
   }
 
-  @BeforeEach
-  void start() throws Exception {
-    service = new ServiceUnderTest(injecting(ServiceUnderTest.testConfig()));
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    service.close();
+  @Override
+  Config config() {
+    return injecting(ServiceUnderTest.testConfig());
   }
 
   static String vllmPrefill() {
@@ -162,19 +155,13 @@ class IncludeUsageInjectionScenarioTest {
   void contentFlowsWhileTheInjectedUsageWaitsForTheContextLeg() throws Exception {
     String content = Wire.chunk("Par") + Wire.chunk("is");
     String answer = content + Wire.usageChunk(Wire.usage(40, 3, 40L)) + Wire.DONE;
-    ExchangeHandle decode = service.envoy.start(
-        leg(vllmDecode(""), Chunking.whole(), answer, Chunking.at(content.length()))
-            .requestHeader("x-request-id", "w")
-            .requestHeader("x-disagg-order", "concurrent")
-            .gateResponseBody()
-            .build());
-    decode.awaitResponseHeadersForwarded();
-    decode.releaseResponseBody();
+    ExchangeHandle decode = Flows.startConcurrent(service.envoy,
+        leg(vllmDecode(""), Chunking.whole(), answer, Chunking.at(content.length())).requestHeader("x-request-id", "w"));
     // The content reaches the client while the usage event waits for the context leg, unsent.
     assertThat(decode.awaitClientBodyContaining("is\"")).isEqualTo(content);
     assertThat(decode.result()).isNotDone();
     assertClean(Flows.run(service.envoy, prefill("w", Wire.usage(40, 1, 8L))));
-    ExchangeResult done = decode.awaitResult();
+    ExchangeResult done = Flows.recorded(service.envoy, decode.awaitResult());
     assertClean(done);
     assertThat(done.clientResponse().bodyUtf8()).isEqualTo(content + Wire.DONE);
     assertMetadata(done, "rewritten", 40, 8, 3);
@@ -198,7 +185,7 @@ class IncludeUsageInjectionScenarioTest {
     h.releaseResponseHeaders();
     h.awaitResponseHeadersForwarded();
     h.releaseRequestBody();
-    ExchangeResult r = h.awaitResult();
+    ExchangeResult r = Flows.recorded(service.envoy, h.awaitResult());
 
     assertClean(r);
     // The first chunk's reply stopped where stream_options began; the next one carried the rest.
