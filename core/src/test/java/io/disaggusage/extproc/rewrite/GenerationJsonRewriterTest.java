@@ -1,5 +1,7 @@
 package io.disaggusage.extproc.rewrite;
 
+import static io.disaggusage.extproc.testing.Text.text;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonFactory;
@@ -11,7 +13,6 @@ import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageFigures;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -28,18 +29,16 @@ class GenerationJsonRewriterTest {
     return new GenerationJsonRewriter(new JsonUsageRewriter(JSON, maxUsage), ApiShapes.CHAT, maxBody);
   }
 
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  static String text(byte[] b) {
-    return new String(b, StandardCharsets.UTF_8);
+  /** A rewriter with the default caps (64 KiB usage, 1 MiB body) whose context usage {@code CTX} is known. */
+  static GenerationJsonRewriter withContext() {
+    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
+    p.resolveContext(CTX, null);
+    return p;
   }
 
   @Test
   void aSixteenMebibyteBodyPassesWithOnlyTheUsageObjectHeld() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20); // the body is 16× max_body_bytes
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext(); // the body is 16× max_body_bytes
     byte[] element = utf8("{\"token\":\"tok \\\"x\\\" é\",\"logprob\":-0.0123e-4,\"bytes\":[116,111,107],\"top_logprobs\":[]},");
     byte[] head = utf8("{\"id\":\"big\",\"model\":\"m\",\"choices\":[{\"index\":0,\"logprobs\":{\"content\":[");
     byte[] tail = utf8("{}]},\"finish_reason\":\"stop\"}],\"usage\":" + USAGE + "}\n");
@@ -85,8 +84,7 @@ class GenerationJsonRewriterTest {
 
   @Test
   void chunksBeforeUsageAreForwardedAsTheyAreAndOnlyTheSplitChunkIsCopied() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext();
     String doc = "{\"id\":\"a\",\"choices\":[],\"usage\":" + USAGE + "}";
     int usage = doc.indexOf(USAGE);
     byte[] first = utf8(doc.substring(0, 10));
@@ -108,8 +106,7 @@ class GenerationJsonRewriterTest {
   @Test
   void malformationAfterUsageReleasesTheOriginalBytes() {
     for (String bad : new String[] {"}", " x", "\u0000", " {}"}) {
-      GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-      p.resolveContext(CTX, null);
+      GenerationJsonRewriter p = withContext();
       String doc = "{\"id\":\"a\",\"usage\":" + USAGE + ",\"n\":1}\n";
       p.accept(utf8(doc));
       assertThat(text(p.takeReady())).isEqualTo("{\"id\":\"a\",\"usage\":");
@@ -128,8 +125,7 @@ class GenerationJsonRewriterTest {
 
   @Test
   void aTruncatedBodyReleasesTheOriginalAtTheEnd() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext();
     String doc = "{\"usage\":" + USAGE + ",\"x\":[1,2";
     p.accept(utf8(doc));
     assertThat(text(p.takeReady())).isEqualTo("{\"usage\":");
@@ -141,8 +137,7 @@ class GenerationJsonRewriterTest {
 
   @Test
   void aDuplicateUsageMemberReleasesTheFirstOneUnmodifiedAndRewritesTheLast() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext();
     String first = "{\"usage\":" + USAGE + ",\"id\":\"a\",";
     p.accept(utf8(first));
     assertThat(text(p.takeReady())).isEqualTo("{\"usage\":");

@@ -2,7 +2,7 @@ package io.disaggusage.extproc.sse;
 
 import static io.disaggusage.extproc.sse.SseTestSupport.concatRaw;
 import static io.disaggusage.extproc.sse.SseTestSupport.describe;
-import static io.disaggusage.extproc.sse.SseTestSupport.utf8;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
