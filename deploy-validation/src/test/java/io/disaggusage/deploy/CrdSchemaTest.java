@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * EnvoyFilter and EnvoyExtensionPolicy objects (every one under istio/ and deploy/) against the real
@@ -49,21 +51,13 @@ class CrdSchemaTest {
     assertThat(schema.at("/properties/spec/properties/either/oneOf/0").has("additionalProperties")).isFalse();
   }
 
-  @Test
-  void everyEnvoyFilterMatchesTheIstioCrd() {
-    CrdSchemas.Validator v = validator("EnvoyFilter");
-    List<Manifests.Doc> docs = Manifests.objectsOfKind("EnvoyFilter");
-    assertThat(docs).hasSizeGreaterThanOrEqualTo(3);
-    for (Manifests.Doc d : docs) {
-      assertThat(v.validate(d.node())).as(d.toString()).isEmpty();
-    }
-  }
-
-  @Test
-  void everyEnvoyExtensionPolicyMatchesTheEnvoyGatewayCrd() {
-    CrdSchemas.Validator v = validator("EnvoyExtensionPolicy");
-    List<Manifests.Doc> docs = Manifests.objectsOfKind("EnvoyExtensionPolicy");
-    assertThat(docs).hasSizeGreaterThanOrEqualTo(2);
+  /** Every object of {@code kind} (Istio's EnvoyFilter, Envoy Gateway's EnvoyExtensionPolicy) against its CRD. */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource({"EnvoyFilter, 3", "EnvoyExtensionPolicy, 2"})
+  void everyObjectOfTheKindMatchesItsCrd(String kind, int atLeast) {
+    CrdSchemas.Validator v = validator(kind);
+    List<Manifests.Doc> docs = Manifests.objectsOfKind(kind);
+    assertThat(docs).hasSizeGreaterThanOrEqualTo(atLeast);
     for (Manifests.Doc d : docs) {
       assertThat(v.validate(d.node())).as(d.toString()).isEmpty();
     }
