@@ -144,6 +144,17 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
     assertThat(r.clientResponse().status()).isEqualTo(200);
   }
 
+  /** Answers the response headers once {@code answerHeaders} completes, every other message by {@code others}. */
+  private static ScriptedProcessor answeringHeadersOn(CompletableFuture<Void> answerHeaders, ScriptedProcessor.Script others) {
+    return new ScriptedProcessor((req, s) -> {
+      if (req.hasResponseHeaders()) {
+        answerHeaders.thenRun(() -> s.reply(pass(req)));
+      } else {
+        others.onMessage(req, s);
+      }
+    });
+  }
+
   /**
    * Response body STREAMED, with a message timeout long enough that the tests can hold the headers
    * reply back while chunks arrive.
@@ -157,13 +168,7 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
   @Test
   void chunksArrivingBeforeTheHeadersReplyAreCoalesced() throws Exception {
     CompletableFuture<Void> answerHeaders = new CompletableFuture<>();
-    ScriptedProcessor server = new ScriptedProcessor((req, s) -> {
-      if (req.hasResponseHeaders()) {
-        answerHeaders.thenRun(() -> s.reply(pass(req)));
-      } else {
-        s.reply(pass(req));
-      }
-    });
+    ScriptedProcessor server = answeringHeadersOn(answerHeaders, (req, s) -> s.reply(pass(req)));
     FakeEnvoy envoy = slowHeadersReplyEnvoy(server);
 
     ExchangeHandle h = envoy.start(Exchange.post("/x", "{}")
@@ -185,10 +190,8 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
   @Test
   void wholeBodyBeforeHeadersReplyIsSentOnceAndHoldsTheHeaders() throws Exception {
     CompletableFuture<Void> answerHeaders = new CompletableFuture<>();
-    ScriptedProcessor server = new ScriptedProcessor((req, s) -> {
-      if (req.hasResponseHeaders()) {
-        answerHeaders.thenRun(() -> s.reply(pass(req)));
-      } else if (req.hasResponseBody()) {
+    ScriptedProcessor server = answeringHeadersOn(answerHeaders, (req, s) -> {
+      if (req.hasResponseBody()) {
         s.reply(ExtProcReplies.reply(req, CommonResponse.newBuilder()
             .setHeaderMutation(HeaderMutation.newBuilder().addSetHeaders(set("x-from-body-reply", "1")))
             .setBodyMutation(BodyMutation.newBuilder().setBody(ByteString.copyFromUtf8("REWRITTEN")))

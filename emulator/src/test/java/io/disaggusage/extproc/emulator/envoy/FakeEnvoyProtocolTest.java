@@ -25,8 +25,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void headerMessagesCarryLowerCasePseudoHeadersRawValuesAndEndOfStream() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server, baseline().build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(baseline().build());
 
     ExchangeResult r = envoy.execute(Exchange.builder()
         .method("GET").path("/v1/models").authority("llm.local")
@@ -63,9 +62,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void protocolConfigCarriesEffectiveBodyModes() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.NONE, BodySendMode.STREAMED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.NONE, BodySendMode.STREAMED).build());
 
     ExchangeResult r = envoy.execute(Exchange.post("/v1/completions", "{}").responseBody("x").build());
 
@@ -169,9 +166,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void emptyFinalChunkIsSentWithEndOfStream() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.STREAMED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.STREAMED).build());
 
     ExchangeResult r = envoy.execute(Exchange.post("/v1/completions", "abcdef")
         .requestChunking(Chunking.fixed(3).withEmptyFinalChunk())
@@ -192,9 +187,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void noBodyMessagesWhenHeadersEndTheStream() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.BUFFERED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.BUFFERED).build());
 
     ExchangeResult r = envoy.execute(Exchange.builder().method("GET").path("/health").responseStatus(204).build());
 
@@ -284,9 +277,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void requestBodyMessagesUseTheRequestOneofAndKeepOrder() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.NONE).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.NONE).build());
 
     ExchangeResult r = envoy.execute(Exchange.post("/v1/completions", "0123456789")
         .requestChunking(Chunking.at(2, 7)).responseBody("r").build());
