@@ -61,9 +61,7 @@ class KubernetesOverlayPolicyTest {
   @MethodSource("overlays")
   void servicesSelectExactlyOneWorkloadAndTargetItsNamedPorts(KubernetesManifests.Rendering overlay) {
     RenderedOverlay rendered = RenderedOverlay.of(overlay);
-    var services = rendered.byName(Service.class);
-    assertThat(services).isNotEmpty();
-    services.forEach((name, s) -> {
+    rendered.present(Service.class).forEach((name, s) -> {
       Map<String, String> selector = s.getSpec().getSelector();
       assertThat(selector).as("Service " + name + " selector").isNotEmpty();
       List<Workload> selected = rendered.selectedBy(selector);
@@ -109,9 +107,7 @@ class KubernetesOverlayPolicyTest {
   @MethodSource("overlays")
   void networkPoliciesOpenOnlyDeclaredContainerPorts(KubernetesManifests.Rendering overlay) {
     RenderedOverlay rendered = RenderedOverlay.of(overlay);
-    var policies = rendered.byName(NetworkPolicy.class);
-    assertThat(policies).isNotEmpty();
-    policies.forEach((name, np) -> {
+    rendered.present(NetworkPolicy.class).forEach((name, np) -> {
       List<Workload> selected = rendered.selectedBy(np.getSpec().getPodSelector());
       assertThat(selected).as("NetworkPolicy " + name + " selects a workload").isNotEmpty();
       for (NetworkPolicyIngressRule rule : np.getSpec().getIngress()) {

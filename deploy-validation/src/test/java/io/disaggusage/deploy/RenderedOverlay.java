@@ -1,5 +1,7 @@
 package io.disaggusage.deploy;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.LabelSelector;
@@ -30,6 +32,13 @@ record RenderedOverlay(List<KubernetesManifests.Typed> objects, List<Workload> w
   /** The objects of one kind, by name. */
   <T extends HasMetadata> Map<String, T> byName(Class<T> kind) {
     return KubernetesManifests.byName(objects, kind);
+  }
+
+  /** The objects of one kind, by name, asserting the overlay has some. */
+  <T extends HasMetadata> Map<String, T> present(Class<T> kind) {
+    Map<String, T> found = byName(kind);
+    assertThat(found).as(kind.getSimpleName() + " objects").isNotEmpty();
+    return found;
   }
 
   /** The workloads whose pods {@code selector} selects. */

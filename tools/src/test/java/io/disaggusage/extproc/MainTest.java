@@ -55,6 +55,12 @@ class MainTest {
     return assertThat(run.err());
   }
 
+  /** Asserts the run was refused with {@code config error: message} as its one line, and printed nothing else. */
+  private static void assertConfigErrorLine(Run run, String message) {
+    assertRefused(run).isEqualTo("config error: " + message + System.lineSeparator());
+    assertThat(run.out()).isEmpty();
+  }
+
   @Test
   void helpListsEveryFlagAndEveryKey() {
     Run run = run(Map.of(), "--help");
@@ -92,12 +98,7 @@ class MainTest {
   void badFlagValueExitsWithCode2AndNamesTheKey() {
     Run run = run(Map.of(), "--grpc-port", "70000");
 
-    assertRefused(run)
-        .isEqualTo(
-            "config error: grpc.port: must be between 0 and 65535 (0 picks a free port), got 70000"
-                + " (from --grpc-port)"
-                + System.lineSeparator());
-    assertThat(run.out()).isEmpty();
+    assertConfigErrorLine(run, "grpc.port: must be between 0 and 65535 (0 picks a free port), got 70000 (from --grpc-port)");
   }
 
   @Test
@@ -138,11 +139,8 @@ class MainTest {
   @Test
   void invalidLogLevelIsAConfigError() {
     Run run = run(Map.of(), "--log-level", "loud");
-    assertRefused(run)
-        .isEqualTo(
-            "config error: logging.level: invalid value \"loud\"; expected one of: trace, debug, info, warn,"
-                + " error, off (from --log-level)"
-                + System.lineSeparator());
+    assertConfigErrorLine(
+        run, "logging.level: invalid value \"loud\"; expected one of: trace, debug, info, warn, error, off (from --log-level)");
 
     Run fromEnv = run(Map.of("DISAGG_USAGE_LOG_LEVEL", "loud"));
     assertRefused(fromEnv)
@@ -309,12 +307,7 @@ class MainTest {
   void printConfigWithABadValueExitsWith2NamingTheKey() {
     Run run = run(Map.of("DISAGG_USAGE_STORE_TTL", "1s"), "--print-config");
 
-    assertRefused(run)
-        .isEqualTo(
-            "config error: store.ttl: must be longer than ordering.context_wait (2s), got 1s"
-                + " (from DISAGG_USAGE_STORE_TTL)"
-                + System.lineSeparator());
-    assertThat(run.out()).isEmpty();
+    assertConfigErrorLine(run, "store.ttl: must be longer than ordering.context_wait (2s), got 1s (from DISAGG_USAGE_STORE_TTL)");
   }
 
   @Test
