@@ -14,7 +14,8 @@ import java.util.Map;
  * the policies that hold an overlay's objects to each other look up (which workloads a selector picks,
  * which one runs the service, what a ConfigMap volume holds).
  */
-record RenderedOverlay(List<KubernetesManifests.Typed> objects, List<Workload> workloads, Map<String, ConfigMap> configMaps) {
+record RenderedOverlay(
+    List<KubernetesManifests.Typed> objects, List<Workload> workloads, Map<String, ConfigMap> configMaps) {
 
   static RenderedOverlay of(KubernetesManifests.Rendering overlay) {
     return of(KubernetesManifests.typedAll(overlay.sources()));

@@ -57,7 +57,8 @@ class JsonUsageRewriterTest {
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("rewrittenDocuments")
-  void theRuleRewritesTheGenerationDocument(String caseName, ApiShape shape, String contextUsage, String generation, String expected) {
+  void theRuleRewritesTheGenerationDocument(
+      String caseName, ApiShape shape, String contextUsage, String generation, String expected) {
     assertThat(rewrite(contextUsage, generation, shape)).isEqualTo(expected);
   }
 

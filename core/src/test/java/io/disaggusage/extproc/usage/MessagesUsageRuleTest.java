@@ -61,7 +61,8 @@ class MessagesUsageRuleTest {
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("rewrittenMessages")
-  void theGenerationUsageGetsTheContextSplit(String caseName, String contextUsage, String generationUsage, String expected) {
+  void theGenerationUsageGetsTheContextSplit(
+      String caseName, String contextUsage, String generationUsage, String expected) {
     assertThat(messages(contextUsage, generationUsage)).isEqualTo(message(expected));
   }
 

@@ -15,7 +15,10 @@ public enum WorkerRole {
     this.phase = phase;
   }
 
-  /** The role as {@code engine} names it: {@code prefill}/{@code decode}, TensorRT-LLM's {@code context}/{@code generation}. */
+  /**
+   * The role as {@code engine} names it: {@code prefill} or {@code decode}; TensorRT-LLM says
+   * {@code context} or {@code generation}.
+   */
   public String label(EngineKind engine) {
     return engine == EngineKind.TRTLLM ? phase.label() : name().toLowerCase(Locale.ROOT);
   }

@@ -145,7 +145,8 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
   }
 
   /** Answers the response headers once {@code answerHeaders} completes, every other message by {@code others}. */
-  private static ScriptedProcessor answeringHeadersOn(CompletableFuture<Void> answerHeaders, ScriptedProcessor.Script others) {
+  private static ScriptedProcessor answeringHeadersOn(
+      CompletableFuture<Void> answerHeaders, ScriptedProcessor.Script others) {
     return new ScriptedProcessor((req, s) -> {
       if (req.hasResponseHeaders()) {
         answerHeaders.thenRun(() -> s.reply(pass(req)));
