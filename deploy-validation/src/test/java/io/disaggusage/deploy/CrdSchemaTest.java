@@ -5,8 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * EnvoyFilter and EnvoyExtensionPolicy objects (every one under istio/ and deploy/) against the real
@@ -24,6 +30,16 @@ class CrdSchemaTest {
     List<Manifests.Doc> docs = Manifests.objectsOfKind(kind);
     assertThat(docs).as(kind + " objects").isNotEmpty();
     return docs.get(0).node();
+  }
+
+  /** A copy of the first shipped object of {@code kind}, to break. */
+  static ObjectNode copyOfFirst(String kind) {
+    return (ObjectNode) first(kind).deepCopy();
+  }
+
+  /** Asserts that {@code validator} rejects {@code object} with a problem that names every one of {@code fragments}. */
+  static void assertRejected(CrdSchemas.Validator validator, JsonNode object, String... fragments) {
+    assertThat(validator.validate(object)).anySatisfy(problem -> assertThat(problem).contains(fragments));
   }
 
   @Test
@@ -49,21 +65,13 @@ class CrdSchemaTest {
     assertThat(schema.at("/properties/spec/properties/either/oneOf/0").has("additionalProperties")).isFalse();
   }
 
-  @Test
-  void everyEnvoyFilterMatchesTheIstioCrd() {
-    CrdSchemas.Validator v = validator("EnvoyFilter");
-    List<Manifests.Doc> docs = Manifests.objectsOfKind("EnvoyFilter");
-    assertThat(docs).hasSizeGreaterThanOrEqualTo(3);
-    for (Manifests.Doc d : docs) {
-      assertThat(v.validate(d.node())).as(d.toString()).isEmpty();
-    }
-  }
-
-  @Test
-  void everyEnvoyExtensionPolicyMatchesTheEnvoyGatewayCrd() {
-    CrdSchemas.Validator v = validator("EnvoyExtensionPolicy");
-    List<Manifests.Doc> docs = Manifests.objectsOfKind("EnvoyExtensionPolicy");
-    assertThat(docs).hasSizeGreaterThanOrEqualTo(2);
+  /** Every object of {@code kind} (Istio's EnvoyFilter, Envoy Gateway's EnvoyExtensionPolicy) against its CRD. */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource({"EnvoyFilter, 3", "EnvoyExtensionPolicy, 2"})
+  void everyObjectOfTheKindMatchesItsCrd(String kind, int atLeast) {
+    CrdSchemas.Validator v = validator(kind);
+    List<Manifests.Doc> docs = Manifests.objectsOfKind(kind);
+    assertThat(docs).hasSizeGreaterThanOrEqualTo(atLeast);
     for (Manifests.Doc d : docs) {
       assertThat(v.validate(d.node())).as(d.toString()).isEmpty();
     }
@@ -88,75 +96,67 @@ class CrdSchemaTest {
   }
 
   @Test
-  void misspelledOrBadRequestIdAndPatchFieldsAreRejected() {
-    CrdSchemas.Validator ctp = CrdSchemas.envoyGatewayKind("ClientTrafficPolicy");
-    ObjectNode typo = (ObjectNode) first("ClientTrafficPolicy").deepCopy();
-    ObjectNode headers = (ObjectNode) typo.at("/spec/headers");
-    headers.set("requestId", headers.remove("requestID"));
-    assertThat(ctp.validate(typo)).anySatisfy(p -> assertThat(p).contains("requestId"));
-    ObjectNode badAction = (ObjectNode) first("ClientTrafficPolicy").deepCopy();
-    ((ObjectNode) badAction.at("/spec/headers")).put("requestID", "Preserve-Or-Generate");
-    assertThat(ctp.validate(badAction)).anySatisfy(p -> assertThat(p).contains("/spec/headers/requestID").contains("enumeration"));
-
-    CrdSchemas.Validator epp = CrdSchemas.envoyGatewayKind("EnvoyPatchPolicy");
-    ObjectNode badOp = (ObjectNode) first("EnvoyPatchPolicy").deepCopy();
-    ((ObjectNode) badOp.at("/spec/jsonPatches/0/operation")).put("op", "merge");
-    assertThat(epp.validate(badOp)).anySatisfy(p -> assertThat(p).contains("/spec/jsonPatches/0/operation/op").contains("enumeration"));
-    ObjectNode badType = (ObjectNode) first("EnvoyPatchPolicy").deepCopy();
-    ((ObjectNode) badType.at("/spec/jsonPatches/0")).put("type", "type.googleapis.com/envoy.config.listener.v3.Listeners");
-    assertThat(epp.validate(badType)).anySatisfy(p -> assertThat(p).contains("/spec/jsonPatches/0/type").contains("enumeration"));
-  }
-
-  @Test
-  void misspelledEnvoyFilterFieldIsRejected() {
-    CrdSchemas.Validator v = validator("EnvoyFilter");
-    ObjectNode f = (ObjectNode) first("EnvoyFilter").deepCopy();
-    ObjectNode spec = (ObjectNode) f.get("spec");
-    JsonNode selection = spec.has("workloadSelector") ? spec.remove("workloadSelector") : spec.remove("targetRefs");
-    spec.set("workloadSelecter", selection);
-    assertThat(v.validate(f)).anySatisfy(p -> assertThat(p).contains("workloadSelecter"));
-  }
-
-  @Test
-  void badEnvoyFilterEnumIsRejected() {
-    CrdSchemas.Validator v = validator("EnvoyFilter");
-    ObjectNode f = (ObjectNode) first("EnvoyFilter").deepCopy();
-    ((ObjectNode) f.at("/spec/configPatches/0/match")).put("context", "SIDECAR_IN");
-    assertThat(v.validate(f)).anySatisfy(p -> assertThat(p).contains("SIDECAR_IN").contains("enum"));
-  }
-
-  @Test
-  void wrongApiVersionIsRejected() {
-    CrdSchemas.Validator v = validator("EnvoyFilter");
-    ObjectNode f = (ObjectNode) first("EnvoyFilter").deepCopy();
-    f.put("apiVersion", "networking.istio.io/v1alpha2");
-    assertThat(v.validate(f)).anySatisfy(p -> assertThat(p).contains("not served"));
-  }
-
-  @Test
   void patchValueIsLeftToTheEnvoyProtoCheck() {
     // patch.value is x-kubernetes-preserve-unknown-fields: the schema cannot see typos there, which is
     // why IstioEnvoyFilterTest parses every value into Envoy's protos.
     CrdSchemas.Validator v = validator("EnvoyFilter");
-    ObjectNode f = (ObjectNode) first("EnvoyFilter").deepCopy();
+    ObjectNode f = copyOfFirst("EnvoyFilter");
     ((ObjectNode) f.at("/spec/configPatches/0/patch/value")).put("failure_mode_alow", true);
     assertThat(v.validate(f)).isEmpty();
   }
 
-  @Test
-  void misspelledOrBadEnvoyExtensionPolicyFieldsAreRejected() {
-    CrdSchemas.Validator v = validator("EnvoyExtensionPolicy");
-    ObjectNode typo = (ObjectNode) first("EnvoyExtensionPolicy").deepCopy();
-    ObjectNode extProc = (ObjectNode) typo.at("/spec/extProc/0");
-    extProc.set("failopen", extProc.remove("failOpen"));
-    assertThat(v.validate(typo)).anySatisfy(p -> assertThat(p).contains("failopen"));
+  /**
+   * A copy of a shipped object broken one way: the CRD schema of its kind (Istio's, or Envoy Gateway's
+   * own) names what is wrong.
+   */
+  @ParameterizedTest(name = "{1}: {0}")
+  @MethodSource("brokenObjects")
+  void aBrokenObjectIsRejected(String caseName, String kind, Consumer<ObjectNode> breakIt, List<String> named) {
+    CrdSchemas.Validator v =
+        CrdSchemas.ENVOY_GATEWAY_FILES.containsKey(kind) ? CrdSchemas.envoyGatewayKind(kind) : validator(kind);
+    ObjectNode object = copyOfFirst(kind);
+    breakIt.accept(object);
+    assertRejected(v, object, named.toArray(String[]::new));
+  }
 
-    ObjectNode body = (ObjectNode) first("EnvoyExtensionPolicy").deepCopy();
-    ((ObjectNode) body.at("/spec/extProc/0/processingMode/response")).put("body", "Stream");
-    assertThat(v.validate(body)).anySatisfy(p -> assertThat(p).contains("Stream").contains("enum"));
+  static Stream<Arguments> brokenObjects() {
+    Consumer<ObjectNode> requestIdTypo = o -> {
+      ObjectNode headers = (ObjectNode) o.at("/spec/headers");
+      headers.set("requestId", headers.remove("requestID"));
+    };
+    Consumer<ObjectNode> envoyFilterTypo = o -> {
+      ObjectNode spec = (ObjectNode) o.get("spec");
+      JsonNode selection = spec.has("workloadSelector") ? spec.remove("workloadSelector") : spec.remove("targetRefs");
+      spec.set("workloadSelecter", selection);
+    };
+    Consumer<ObjectNode> failOpenTypo = o -> {
+      ObjectNode extProc = (ObjectNode) o.at("/spec/extProc/0");
+      extProc.set("failopen", extProc.remove("failOpen"));
+    };
+    return Stream.of(
+        broken("a misspelled field", "ClientTrafficPolicy", requestIdTypo, "requestId"),
+        broken("a bad request-id action", "ClientTrafficPolicy",
+            o -> ((ObjectNode) o.at("/spec/headers")).put("requestID", "Preserve-Or-Generate"),
+            "/spec/headers/requestID", "enumeration"),
+        broken("a bad patch operation", "EnvoyPatchPolicy",
+            o -> ((ObjectNode) o.at("/spec/jsonPatches/0/operation")).put("op", "merge"),
+            "/spec/jsonPatches/0/operation/op", "enumeration"),
+        broken("a bad patch type", "EnvoyPatchPolicy",
+            o -> ((ObjectNode) o.at("/spec/jsonPatches/0")).put("type", "type.googleapis.com/envoy.config.listener.v3.Listeners"),
+            "/spec/jsonPatches/0/type", "enumeration"),
+        broken("a misspelled field", "EnvoyFilter", envoyFilterTypo, "workloadSelecter"),
+        broken("a bad enum value", "EnvoyFilter",
+            o -> ((ObjectNode) o.at("/spec/configPatches/0/match")).put("context", "SIDECAR_IN"), "SIDECAR_IN", "enum"),
+        broken("an apiVersion not served", "EnvoyFilter",
+            o -> o.put("apiVersion", "networking.istio.io/v1alpha2"), "not served"),
+        broken("a misspelled field", "EnvoyExtensionPolicy", failOpenTypo, "failopen"),
+        broken("a bad body mode", "EnvoyExtensionPolicy",
+            o -> ((ObjectNode) o.at("/spec/extProc/0/processingMode/response")).put("body", "Stream"), "Stream", "enum"),
+        broken("a bad duration", "EnvoyExtensionPolicy",
+            o -> ((ObjectNode) o.at("/spec/extProc/0")).put("messageTimeout", "0.2s"), "messageTimeout"));
+  }
 
-    ObjectNode timeout = (ObjectNode) first("EnvoyExtensionPolicy").deepCopy();
-    ((ObjectNode) timeout.at("/spec/extProc/0")).put("messageTimeout", "0.2s");
-    assertThat(v.validate(timeout)).anySatisfy(p -> assertThat(p).contains("messageTimeout"));
+  private static Arguments broken(String caseName, String kind, Consumer<ObjectNode> breakIt, String... named) {
+    return Arguments.of(caseName, kind, breakIt, List.of(named));
   }
 }

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
  * The Helm chart (deploy/helm/disagg-usage-extproc) with a real Helm: it lints cleanly, refuses the
  * settings that would silently lose corrections, and its sidecar snippet obeys the rule for a container
  * in a pod that carries LLM traffic. Its central renderings go through every rule of
- * {@link KubernetesPolicyTest} (see {@link KubernetesManifests#renderings()}).
+ * {@link KubernetesPolicyTest} and {@link KubernetesOverlayPolicyTest} (see {@link KubernetesManifests#renderings()}).
  */
 class HelmChartTest {
   @Test
@@ -91,7 +91,7 @@ class HelmChartTest {
     JsonNode config = YamlDocuments.YAML.readTree(configMap(rendered, "-config").at("/data/config.yaml").asText());
     assertThat(configMap(rendered, "-config").at("/metadata/name").asText()).isEqualTo(configMapName);
     assertThat(config.at("/store/type").asText()).as("one process sees both legs").isEqualTo("memory");
-    assertThat(KubernetesPolicyTest.unknownConfigKeys(config)).isEmpty();
+    assertThat(KubernetesPolicies.unknownConfigKeys(config)).isEmpty();
   }
 
   @Test

@@ -360,15 +360,15 @@ class IstioEnvoyFilterTest {
   void checkerRejectsARequestIdFixThatDoesMoreOrLessOrElsewhere() {
     ObjectNode more = copy("disagg-usage-request-id-gateway");
     ((ObjectNode) more.at("/spec/configPatches/0/patch/value/typed_config")).put("use_remote_address", false);
-    assertThat(problems(more)).anySatisfy(s -> assertThat(s).contains("sets more than preserve_external_request_id"));
+    Problems.assertEachNamed(problems(more), "sets more than preserve_external_request_id");
 
     ObjectNode off = copy("disagg-usage-request-id-gateway");
     ((ObjectNode) off.at("/spec/configPatches/0/patch/value/typed_config")).put("preserve_external_request_id", false);
-    assertThat(problems(off)).anySatisfy(s -> assertThat(s).contains("must be true"));
+    Problems.assertEachNamed(problems(off), "must be true");
 
     ObjectNode typo = copy("disagg-usage-request-id-gateway");
     ((ObjectNode) typo.at("/spec/configPatches/0/patch/value/typed_config")).put("preserve_external_requestid", true);
-    assertThat(problems(typo)).anySatisfy(s -> assertThat(s).contains("preserve_external_requestid"));
+    Problems.assertEachNamed(problems(typo), "preserve_external_requestid");
 
     ObjectNode sidecar = copy("disagg-usage-request-id-gateway");
     ObjectNode patch = (ObjectNode) sidecar.at("/spec/configPatches/0");
@@ -376,15 +376,12 @@ class IstioEnvoyFilterTest {
     ((ObjectNode) patch.path("patch")).put("operation", "REPLACE");
     ((ObjectNode) sidecar.path("spec")).remove("targetRefs");
     ((ObjectNode) sidecar.path("spec")).putObject("workloadSelector").putObject("labels").put("app", "x");
-    assertThat(problems(sidecar))
-        .anySatisfy(s -> assertThat(s).contains("GATEWAY context"))
-        .anySatisfy(s -> assertThat(s).contains("MERGE"))
-        .anySatisfy(s -> assertThat(s).contains("targetRefs"));
+    Problems.assertEachNamed(problems(sidecar), "GATEWAY context", "MERGE", "targetRefs");
 
     ObjectNode together = copy("disagg-usage-extproc-gateway");
     ((com.fasterxml.jackson.databind.node.ArrayNode) together.at("/spec/configPatches"))
         .add(copy("disagg-usage-request-id-gateway").at("/spec/configPatches/0"));
-    assertThat(problems(together)).anySatisfy(s -> assertThat(s).contains("file of its own"));
+    Problems.assertEachNamed(problems(together), "file of its own");
   }
 
   @Test
@@ -484,17 +481,17 @@ class IstioEnvoyFilterTest {
   void checkerRejectsAMissingAuthorityOnAnIstioClusterName() {
     ObjectNode f = copy("disagg-usage-extproc-central");
     envoyGrpc(f).remove("authority");
-    assertThat(problems(f)).anySatisfy(s -> assertThat(s).contains("authority"));
+    Problems.assertEachNamed(problems(f), "authority");
   }
 
   @Test
   void checkerRejectsUnknownClustersAndTheWrongServicePort() {
     ObjectNode f = copy("disagg-usage-extproc-central");
     envoyGrpc(f).put("cluster_name", "outbound|9003||disagg-usage-extproc.llm.svc.cluster.local");
-    assertThat(problems(f)).anySatisfy(s -> assertThat(s).contains("not the central Service's gRPC port"));
+    Problems.assertEachNamed(problems(f), "not the central Service's gRPC port");
     ObjectNode g = copy("disagg-usage-extproc-sidecar");
     envoyGrpc(g).put("cluster_name", "extproc_local");
-    assertThat(problems(g)).anySatisfy(s -> assertThat(s).contains("neither a CLUSTER patch"));
+    Problems.assertEachNamed(problems(g), "neither a CLUSTER patch");
   }
 
   @Test
@@ -504,14 +501,14 @@ class IstioEnvoyFilterTest {
     assertThat(problems(both)).contains("only one of targetRefs or workloadSelector can be set");
     ObjectNode none = copy("disagg-usage-extproc-central");
     ((ObjectNode) none.path("spec")).remove("workloadSelector");
-    assertThat(problems(none)).anySatisfy(s -> assertThat(s).contains("one of workloadSelector or targetRefs"));
+    Problems.assertEachNamed(problems(none), "one of workloadSelector or targetRefs");
   }
 
   @Test
   void checkerRejectsTyposDeprecatedFieldsAndBaselineDepartures() {
     ObjectNode typo = copy("disagg-usage-extproc-sidecar");
     extProcConfig(typo).put("failure_mode_alow", true);
-    assertThat(problems(typo)).anySatisfy(s -> assertThat(s).contains("failure_mode_alow"));
+    Problems.assertEachNamed(problems(typo), "failure_mode_alow");
 
     ObjectNode deprecated = copy("disagg-usage-extproc-sidecar");
     ((ObjectNode) deprecated.at("/spec/configPatches/0/patch/value")).putObject("http2_protocol_options");
@@ -520,23 +517,19 @@ class IstioEnvoyFilterTest {
     ObjectNode failClosed = copy("disagg-usage-extproc-sidecar");
     extProcConfig(failClosed).put("failure_mode_allow", false);
     ((ObjectNode) extProcConfig(failClosed).path("processing_mode")).put("response_body_mode", "STREAMED");
-    assertThat(problems(failClosed))
-        .anySatisfy(s -> assertThat(s).contains("failure_mode_allow"))
-        .anySatisfy(s -> assertThat(s).contains("response_body_mode"));
+    Problems.assertEachNamed(problems(failClosed), "failure_mode_allow", "response_body_mode");
   }
 
   @Test
   void checkerRejectsTheWrongPortAndPlacement() {
     ObjectNode port = copy("disagg-usage-extproc-sidecar");
     ((ObjectNode) httpFilterPatch(port).at("/match/listener")).put("portNumber", 8080);
-    assertThat(problems(port)).anySatisfy(s -> assertThat(s).contains("portNumber"));
+    Problems.assertEachNamed(problems(port), "portNumber");
 
     ObjectNode after = copy("disagg-usage-extproc-central");
     ((ObjectNode) httpFilterPatch(after).path("patch")).put("operation", "INSERT_AFTER");
     ((ObjectNode) httpFilterPatch(after).at("/match/listener/filterChain/filter/subFilter")).put("name", "envoy.filters.http.cors");
-    assertThat(problems(after))
-        .anySatisfy(s -> assertThat(s).contains("INSERT_BEFORE"))
-        .anySatisfy(s -> assertThat(s).contains("subFilter"));
+    Problems.assertEachNamed(problems(after), "INSERT_BEFORE", "subFilter");
   }
 
   @Test
@@ -547,10 +540,6 @@ class IstioEnvoyFilterTest {
     cluster.remove("circuit_breakers");
     cluster.remove("health_checks");
     cluster.put("name", "outbound|9002||local");
-    assertThat(problems(f))
-        .anySatisfy(s -> assertThat(s).contains("HTTP/2"))
-        .anySatisfy(s -> assertThat(s).contains("circuit breakers"))
-        .anySatisfy(s -> assertThat(s).contains("gRPC health check"))
-        .anySatisfy(s -> assertThat(s).contains("free of '|'"));
+    Problems.assertEachNamed(problems(f), "HTTP/2", "circuit breakers", "gRPC health check", "free of '|'");
   }
 }

@@ -112,6 +112,6 @@ class PodLocalBootstrapTest {
     assertThat(local.getType()).as("one address per replica").isEqualTo(Cluster.DiscoveryType.STRICT_DNS);
     SocketAddress service = onlyEndpoint(local);
     assertThat(service.getAddress()).isEqualTo(PodLocalManifestTest.EXT_PROC_HEADLESS_DNS);
-    assertThat(service.getPortValue()).isEqualTo(KubernetesPolicyTest.DEFAULT_GRPC_PORT);
+    assertThat(service.getPortValue()).isEqualTo(KubernetesPolicies.DEFAULT_GRPC_PORT);
   }
 }

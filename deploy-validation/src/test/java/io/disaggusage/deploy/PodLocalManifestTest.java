@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * port Envoy forwards to and closes that port to other pods; the service classifies by the clusters the
  * bootstraps name and is reached at the address they call; llm-d's pd-sidecar sends the decode leg to
  * the Envoy. Generic policies (probes, security, selectors, ports) apply to this overlay as to the others
- * in KubernetesPolicyTest.
+ * in KubernetesPolicyTest and KubernetesOverlayPolicyTest.
  */
 class PodLocalManifestTest {
   static final Path OVERLAY = ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/pod-local");
@@ -32,31 +32,21 @@ class PodLocalManifestTest {
   static final Map<String, String> WORKERS = Map.of(
       "sglang-prefill", "prefill.yaml", "sglang-decode", "decode.yaml", "llm-d-decode", "decode.yaml");
 
-  record Rendered(List<KubernetesManifests.Typed> objects, List<KubernetesPolicyTest.Workload> workloads,
-      Map<String, ConfigMap> configMaps) {
-    KubernetesPolicyTest.Workload workload(String name) {
-      return workloads.stream().filter(w -> w.name().equals(name)).findFirst()
-          .orElseThrow(() -> new AssertionError("no workload " + name));
-    }
+  static RenderedOverlay render() {
+    return RenderedOverlay.of(OVERLAY);
   }
 
-  static Rendered render() {
-    List<KubernetesManifests.Typed> objects = KubernetesPolicyTest.render(OVERLAY);
-    return new Rendered(objects, KubernetesPolicyTest.workloads(objects),
-        KubernetesManifests.byName(objects, ConfigMap.class));
-  }
-
-  static Container container(KubernetesPolicyTest.Workload w, String name) {
+  static Container container(Workload w, String name) {
     return w.containers().filter(c -> c.getName().equals(name)).findFirst()
         .orElseThrow(() -> new AssertionError(w + " has no container " + name));
   }
 
-  static JsonNode envoyBootstrap(Rendered r, KubernetesPolicyTest.Workload w) {
+  static JsonNode envoyBootstrap(RenderedOverlay r, Workload w) {
     Container envoy = container(w, "envoy");
     List<String> args = envoy.getArgs();
     String path = args.get(args.indexOf("--config-path") + 1);
     assertThat(Path.of(path).getFileName().toString()).as(w + " runs its role's bootstrap").isEqualTo(WORKERS.get(w.name()));
-    return KubernetesPolicyTest.parse(KubernetesPolicyTest.mountedFile(w, envoy, path, r.configMaps()));
+    return KubernetesPolicies.parse(KubernetesPolicies.mountedFile(w, envoy, path, r.configMaps()));
   }
 
   static int listenerPort(JsonNode bootstrap) {
@@ -88,9 +78,9 @@ class PodLocalManifestTest {
 
   @Test
   void everyWorkerPodRunsItsRolesEnvoyAsANativeSidecarInFrontOfItsEngine() {
-    Rendered r = render();
+    RenderedOverlay r = render();
     WORKERS.keySet().forEach(name -> {
-      KubernetesPolicyTest.Workload w = r.workload(name);
+      Workload w = r.workload(name);
       JsonNode bootstrap = envoyBootstrap(r, w);
       Container envoy = container(w, "envoy");
       assertThat(w.pod().getInitContainers().get(0)).as(w + " starts Envoy first").isEqualTo(envoy);
@@ -99,7 +89,7 @@ class PodLocalManifestTest {
           + "/route_config/virtual_hosts/0/routes/0/route/cluster").asText();
       int enginePort = endpoint(cluster(bootstrap, engineCluster)).path("port_value").asInt();
       Container engine = w.pod().getContainers().get(0);
-      assertThat(KubernetesPolicyTest.namedPort(engine, "engine")).as(w + " engine port").isEqualTo(enginePort);
+      assertThat(KubernetesPolicies.namedPort(engine, "engine")).as(w + " engine port").isEqualTo(enginePort);
       assertThat(engine.getArgs()).as(w + " engine --port").containsSubsequence("--port", String.valueOf(enginePort));
       assertThat(w.podLabels()).as(w + " may call the service").containsEntry("disagg-usage/extproc-client", "true");
       assertThat(openPorts(r, w)).as(w + " NetworkPolicy keeps the engine behind Envoy").isNotEmpty()
@@ -109,10 +99,9 @@ class PodLocalManifestTest {
 
   @Test
   void theServiceClassifiesByTheBootstrapsClustersAndIsWhereTheyCallIt() {
-    Rendered r = render();
-    KubernetesPolicyTest.Workload central = r.workloads().stream().filter(w -> w.extProc().isPresent()).findFirst()
-        .orElseThrow();
-    JsonNode config = KubernetesPolicyTest.mountedConfig(central, central.extProc().get(), r.configMaps());
+    RenderedOverlay r = render();
+    Workload central = r.extProcWorkload();
+    JsonNode config = KubernetesPolicies.mountedConfig(central, central.extProc().get(), r.configMaps());
     JsonNode prefill = envoyBootstrap(r, r.workload("sglang-prefill"));
     JsonNode decode = envoyBootstrap(r, r.workload("sglang-decode"));
     assertThat(config.at("/classification/context_clusters").toString()).isEqualTo("[\"prefill_local\"]");
@@ -122,7 +111,7 @@ class PodLocalManifestTest {
     assertThat(config.at("/store/type").asText()).as("two Envoys per request, replicas share the store")
         .isEqualTo("redis");
 
-    Service headless = KubernetesManifests.byName(r.objects(), Service.class).get(EXT_PROC_HEADLESS);
+    Service headless = r.byName(Service.class).get(EXT_PROC_HEADLESS);
     assertThat(headless.getSpec().getClusterIP()).isEqualTo("None");
     assertThat(headless.getMetadata().getNamespace()).isEqualTo(Manifests.NAMESPACE);
     int grpc = headless.getSpec().getPorts().stream().filter(p -> p.getName().equals("grpc")).findFirst()
@@ -142,8 +131,8 @@ class PodLocalManifestTest {
    */
   @Test
   void llmDPdSidecarSendsTheDecodeLegToTheEnvoyAndServesThePoolPort() {
-    Rendered r = render();
-    KubernetesPolicyTest.Workload w = r.workload("llm-d-decode");
+    RenderedOverlay r = render();
+    Workload w = r.workload("llm-d-decode");
     Container sidecar = container(w, "pd-sidecar");
     JsonNode bootstrap = envoyBootstrap(r, w);
     int envoyPort = listenerPort(bootstrap);
@@ -151,21 +140,21 @@ class PodLocalManifestTest {
         .as("reachable at the pod's localhost").isIn("0.0.0.0", "127.0.0.1");
     assertThat(sidecar.getArgs()).contains("--vllm-port=" + envoyPort, "--kv-connector=nixlv2", "--secure-proxy=false");
     assertThat(sidecar.getArgs()).noneMatch(arg -> arg.startsWith("--connector"));
-    int served = KubernetesPolicyTest.namedPort(sidecar, "http");
+    int served = KubernetesPolicies.namedPort(sidecar, "http");
     assertThat(sidecar.getArgs()).contains("--port=" + served);
     assertThat(openPorts(r, w)).containsExactly(served);
   }
 
   @Test
   void sglangPrefillOpensItsBootstrapPortAndTheRouterAddressesPodsByName() {
-    Rendered r = render();
-    KubernetesPolicyTest.Workload w = r.workload("sglang-prefill");
+    RenderedOverlay r = render();
+    Workload w = r.workload("sglang-prefill");
     Container engine = container(w, "sglang");
-    int bootstrapPort = KubernetesPolicyTest.namedPort(engine, "kv-bootstrap");
+    int bootstrapPort = KubernetesPolicies.namedPort(engine, "kv-bootstrap");
     assertThat(engine.getArgs()).containsSubsequence("--disaggregation-bootstrap-port", String.valueOf(bootstrapPort));
     assertThat(openPorts(r, w)).containsExactlyInAnyOrder(listenerPort(envoyBootstrap(r, w)), bootstrapPort);
     for (String name : List.of("sglang-prefill", "sglang-decode")) {
-      Service service = KubernetesManifests.byName(r.objects(), Service.class).get(name);
+      Service service = r.byName(Service.class).get(name);
       assertThat(service.getSpec().getClusterIP()).as(name + ": per-pod DNS names").isEqualTo("None");
       var set = (io.fabric8.kubernetes.api.model.apps.StatefulSet) r.workload(name).object();
       assertThat(set.getSpec().getServiceName()).isEqualTo(name);
@@ -173,12 +162,12 @@ class PodLocalManifestTest {
   }
 
   /** The ports the NetworkPolicies selecting {@code w} open to other pods. */
-  static List<Integer> openPorts(Rendered r, KubernetesPolicyTest.Workload w) {
-    return KubernetesManifests.byName(r.objects(), NetworkPolicy.class).values().stream()
-        .filter(np -> KubernetesPolicyTest.matches(np.getSpec().getPodSelector(), w.podLabels()))
+  static List<Integer> openPorts(RenderedOverlay r, Workload w) {
+    return r.byName(NetworkPolicy.class).values().stream()
+        .filter(np -> KubernetesPolicies.matches(np.getSpec().getPodSelector(), w.podLabels()))
         .flatMap(np -> np.getSpec().getIngress().stream())
         .flatMap((NetworkPolicyIngressRule rule) -> rule.getPorts().stream())
-        .map(p -> KubernetesPolicyTest.resolve(p.getPort(), w.ports()))
+        .map(p -> KubernetesPolicies.resolve(p.getPort(), w.ports()))
         .flatMap(Optional::stream)
         .toList();
   }

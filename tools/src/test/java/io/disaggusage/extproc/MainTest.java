@@ -23,6 +23,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import org.assertj.core.api.AbstractStringAssert;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -46,6 +47,18 @@ class MainTest {
     commandLine.setErr(new PrintWriter(err, true));
     int exitCode = commandLine.execute(args);
     return new Run(exitCode, out.toString(), err.toString());
+  }
+
+  /** Asserts the run was refused with exit status 2 (a configuration or usage error); then its stderr. */
+  private static AbstractStringAssert<?> assertRefused(Run run) {
+    assertThat(run.exitCode()).as(run.err()).isEqualTo(2);
+    return assertThat(run.err());
+  }
+
+  /** Asserts the run was refused with {@code config error: message} as its one line, and printed nothing else. */
+  private static void assertConfigErrorLine(Run run, String message) {
+    assertRefused(run).isEqualTo("config error: " + message + System.lineSeparator());
+    assertThat(run.out()).isEmpty();
   }
 
   @Test
@@ -85,21 +98,14 @@ class MainTest {
   void badFlagValueExitsWithCode2AndNamesTheKey() {
     Run run = run(Map.of(), "--grpc-port", "70000");
 
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err())
-        .isEqualTo(
-            "config error: grpc.port: must be between 0 and 65535 (0 picks a free port), got 70000"
-                + " (from --grpc-port)"
-                + System.lineSeparator());
-    assertThat(run.out()).isEmpty();
+    assertConfigErrorLine(run, "grpc.port: must be between 0 and 65535 (0 picks a free port), got 70000 (from --grpc-port)");
   }
 
   @Test
   void badEnvironmentValueExitsWithCode2WithoutStackTrace() {
     Run run = run(Map.of("DISAGG_USAGE_ORDERING_CONTEXT_WAIT", "2 seconds"));
 
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err())
+    assertRefused(run)
         .startsWith("config error: ordering.context_wait: invalid duration \"2 seconds\"")
         .doesNotContain("Exception")
         .doesNotContain("\tat ");
@@ -112,8 +118,7 @@ class MainTest {
 
     Run run = run(Map.of("DISAGG_USAGE_CONFIG", file.toString()));
 
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err()).startsWith("config error: unknown key store.tll");
+    assertRefused(run).startsWith("config error: unknown key store.tll");
   }
 
   @Test
@@ -125,8 +130,7 @@ class MainTest {
         run(Map.of("DISAGG_USAGE_CONFIG", dir.resolve("absent.yaml").toString()), "--config", flagged.toString());
 
     // The error comes from the flagged file's content, not from the missing file the variable names.
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err())
+    assertRefused(run)
         .startsWith("config error: ordering.context_wait: invalid duration \"2 seconds\"")
         .contains("(in " + flagged + ")")
         .doesNotContain("absent.yaml");
@@ -135,22 +139,16 @@ class MainTest {
   @Test
   void invalidLogLevelIsAConfigError() {
     Run run = run(Map.of(), "--log-level", "loud");
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err())
-        .isEqualTo(
-            "config error: logging.level: invalid value \"loud\"; expected one of: trace, debug, info, warn,"
-                + " error, off (from --log-level)"
-                + System.lineSeparator());
+    assertConfigErrorLine(
+        run, "logging.level: invalid value \"loud\"; expected one of: trace, debug, info, warn, error, off (from --log-level)");
 
     Run fromEnv = run(Map.of("DISAGG_USAGE_LOG_LEVEL", "loud"));
-    assertThat(fromEnv.exitCode()).isEqualTo(2);
-    assertThat(fromEnv.err())
+    assertRefused(fromEnv)
         .startsWith("config error: logging.level: invalid value \"loud\"")
         .contains("(from DISAGG_USAGE_LOG_LEVEL)");
 
     Run fromKey = run(Map.of("DISAGG_USAGE_LOGGING_FORMAT", "xml"));
-    assertThat(fromKey.exitCode()).isEqualTo(2);
-    assertThat(fromKey.err())
+    assertRefused(fromKey)
         .startsWith("config error: logging.format: invalid value \"xml\"; expected one of: text, json")
         .contains("(from DISAGG_USAGE_LOGGING_FORMAT)");
   }
@@ -158,8 +156,7 @@ class MainTest {
   @Test
   void unknownOptionIsAUsageError() {
     Run run = run(Map.of(), "--grpc-prot=1");
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err()).contains("Unknown option: '--grpc-prot=1'").contains("Run with --help for usage.");
+    assertRefused(run).contains("Unknown option: '--grpc-prot=1'").contains("Run with --help for usage.");
   }
 
   @Test
@@ -170,8 +167,7 @@ class MainTest {
             "--grpc-port", "0", "--admin-port", "0",
             "--set", "store.type=redis",
             "--set", "store.redis_uri=redis-sentinel://127.0.0.1:26379");
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err())
+    assertRefused(run)
         .startsWith("config error: store.redis_uri: invalid Redis URI \"redis-sentinel://127.0.0.1:26379\": "
             + "URI must contain the sentinelMasterId");
   }
@@ -301,8 +297,7 @@ class MainTest {
     Map<String, String> wrong = new java.util.HashMap<>(env);
     wrong.put("DISAGG_USAGE_STORE_REDIS_URI", "redis-sentinel://:s3cret-redis@s1:26379,s2:26379/0");
     Run refused = run(wrong, "--print-config");
-    assertThat(refused.exitCode()).isEqualTo(2);
-    assertThat(refused.err())
+    assertRefused(refused)
         .contains("store.redis_uri: invalid Redis URI \"redis-sentinel://***@s1:26379,s2:26379/0\": URI must contain the sentinelMasterId")
         .doesNotContain("s3cret");
     assertThat(refused.out()).doesNotContain("s3cret");
@@ -312,13 +307,7 @@ class MainTest {
   void printConfigWithABadValueExitsWith2NamingTheKey() {
     Run run = run(Map.of("DISAGG_USAGE_STORE_TTL", "1s"), "--print-config");
 
-    assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.out()).isEmpty();
-    assertThat(run.err())
-        .isEqualTo(
-            "config error: store.ttl: must be longer than ordering.context_wait (2s), got 1s"
-                + " (from DISAGG_USAGE_STORE_TTL)"
-                + System.lineSeparator());
+    assertConfigErrorLine(run, "store.ttl: must be longer than ordering.context_wait (2s), got 1s (from DISAGG_USAGE_STORE_TTL)");
   }
 
   @Test

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.usage;
 
+import io.disaggusage.extproc.label.LowerCaseLabel;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -14,25 +15,14 @@ import java.util.stream.Collectors;
  */
 public final class UsageFields {
 
-  /** The leg a member's value comes from. */
-  public enum Leg {
+  /** The leg a member's value comes from; the documented table shows its {@linkplain #label() label}. */
+  public enum Leg implements LowerCaseLabel {
     /** The context (prefill) worker's value. */
-    CONTEXT("context"),
+    CONTEXT,
     /** The generation (decode) worker's value. */
-    GENERATION("generation"),
+    GENERATION,
     /** Computed from the other members. */
-    COMPUTED("computed");
-
-    private final String label;
-
-    Leg(String label) {
-      this.label = label;
-    }
-
-    /** The word the documented table uses. */
-    public String label() {
-      return label;
-    }
+    COMPUTED
   }
 
   /**

@@ -4,7 +4,7 @@ import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.CAP;
 import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.JSON;
 import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.json;
 import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.msgpack;
-import static io.disaggusage.extproc.classify.MsgpackRequestScannerTest.utf8;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static io.disaggusage.extproc.testkit.MsgpackBodies.indexOf;
 import static io.disaggusage.extproc.testkit.MsgpackBodies.pack;
 import static io.disaggusage.extproc.testkit.MsgpackBodies.raw;

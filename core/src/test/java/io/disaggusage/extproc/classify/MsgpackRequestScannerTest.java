@@ -1,8 +1,9 @@
 package io.disaggusage.extproc.classify;
 
-import io.disaggusage.extproc.testkit.FuzzInput;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.disaggusage.extproc.testkit.FuzzInput;
 import com.fasterxml.jackson.core.JsonFactory;
 import io.disaggusage.extproc.testkit.MsgpackBodies;
 import io.disaggusage.extproc.testkit.MsgpackBodies.Style;
@@ -10,7 +11,6 @@ import io.disaggusage.extproc.usage.UsageDocument;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -38,15 +38,7 @@ class MsgpackRequestScannerTest {
       "/io/disaggusage/extproc/classify/RequestBodyScannerFuzzTestInputs/factsDoNotDependOnChunking";
 
   static RequestFacts msgpack(byte[] body, int cap, int... splits) {
-    MsgpackRequestScanner s = new MsgpackRequestScanner(JSON, cap);
-    int prev = 0;
-    for (int split : splits) {
-      s.feed(ByteBuffer.wrap(body, prev, split - prev).slice().asReadOnlyBuffer());
-      prev = split;
-    }
-    s.feed(ByteBuffer.wrap(body, prev, body.length - prev).slice().asReadOnlyBuffer());
-    s.end();
-    return s.facts();
+    return ChunkedReads.read(new MsgpackRequestScanner(JSON, cap), body, ChunkedReads.READ_ONLY, splits);
   }
 
   static RequestFacts json(byte[] body, int cap) {
@@ -126,7 +118,4 @@ class MsgpackRequestScannerTest {
     assertThat(f.trtCtxUsage().details()).containsEntry("audio_tokens", "null");
   }
 
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
 }

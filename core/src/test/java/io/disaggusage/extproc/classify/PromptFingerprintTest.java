@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.disaggusage.extproc.testkit.MsgpackBodies;
 import io.disaggusage.extproc.testkit.MsgpackBodies.Style;
 import io.disaggusage.extproc.usage.UsageDocument;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -50,14 +49,7 @@ class PromptFingerprintTest {
   }
 
   private static PromptFingerprint read(RequestBodyReader reader, byte[] b, int... splits) {
-    int prev = 0;
-    for (int split : splits) {
-      reader.feed(ByteBuffer.wrap(b, prev, split - prev));
-      prev = split;
-    }
-    reader.feed(ByteBuffer.wrap(b, prev, b.length - prev));
-    reader.end();
-    return reader.facts().fingerprint();
+    return ChunkedReads.read(reader, b, ChunkedReads.ARRAY_WINDOWS, splits).fingerprint();
   }
 
   @ParameterizedTest

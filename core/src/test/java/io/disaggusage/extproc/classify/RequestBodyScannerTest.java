@@ -49,15 +49,7 @@ class RequestBodyScannerTest {
 
   static RequestFacts scan(String body, int[] splits) {
     RequestBodyScanner s = new RequestBodyScanner(UsageDocument.newFactory(1 << 20), 64 * 1024);
-    byte[] b = body.getBytes(StandardCharsets.UTF_8);
-    int prev = 0;
-    for (int split : splits) {
-      s.feed(ByteBuffer.wrap(b, prev, split - prev));
-      prev = split;
-    }
-    s.feed(ByteBuffer.wrap(b, prev, b.length - prev));
-    s.end();
-    return s.facts();
+    return ChunkedReads.read(s, body.getBytes(StandardCharsets.UTF_8), ChunkedReads.ARRAY_WINDOWS, splits);
   }
 
   @Test

@@ -1,24 +1,17 @@
 package io.disaggusage.extproc.inject;
 
+import static io.disaggusage.extproc.testing.Text.text;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 /** The routing both rewriters share: copies only when the reply really differs from the chunk. */
 class ChunkRouterTest {
-  static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.US_ASCII);
-  }
-
-  static String s(byte[] b) {
-    return new String(b, StandardCharsets.US_ASCII);
-  }
-
   @Test
   void bytesHeldAndReleasedUnchangedInTheirChunkDoNotCopyIt() {
     ChunkRouter r = new ChunkRouter();
-    byte[] chunk = b("abcdef");
+    byte[] chunk = utf8("abcdef");
     r.begin(chunk);
     r.route(2);
     r.hold(2);
@@ -31,23 +24,23 @@ class ChunkRouterTest {
   @Test
   void heldBytesCarryOverToTheNextChunkAndCanBeEditedAcrossSegments() {
     ChunkRouter r = new ChunkRouter();
-    r.begin(b("ab{x:"));
+    r.begin(utf8("ab{x:"));
     r.route(2);
     r.hold(2);
-    assertThat(s(r.end())).isEqualTo("ab");
-    r.begin(b("false}"));
+    assertThat(text(r.end())).isEqualTo("ab");
+    r.begin(utf8("false}"));
     r.route(6);
     assertThat(r.heldBytes()).isEqualTo(9);
-    r.release(5, 10, b("true"));
-    assertThat(s(r.end())).isEqualTo("{x:true}");
+    r.release(5, 10, utf8("true"));
+    assertThat(text(r.end())).isEqualTo("{x:true}");
   }
 
   @Test
   void insertDropSkipAndTakeHeld() {
     ChunkRouter r = new ChunkRouter();
-    r.begin(b("0123456789"));
+    r.begin(utf8("0123456789"));
     r.route(2);
-    r.insert(b("+ins"), 1);
+    r.insert(utf8("+ins"), 1);
     r.route(3);
     r.skip(4);
     r.route(5);
@@ -56,8 +49,8 @@ class ChunkRouterTest {
     r.drop();
     r.route(8);
     r.hold(8);
-    assertThat(s(r.end())).isEqualTo("01ins247");
-    assertThat(s(r.takeHeld())).isEqualTo("89");
+    assertThat(text(r.end())).isEqualTo("01ins247");
+    assertThat(text(r.takeHeld())).isEqualTo("89");
     assertThat(r.holding()).isFalse();
   }
 }

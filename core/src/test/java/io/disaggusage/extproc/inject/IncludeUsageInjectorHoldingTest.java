@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.inject;
 
 import static io.disaggusage.extproc.inject.InjectorRun.LEG;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.driver.Chunking;
@@ -15,9 +16,6 @@ import org.junit.jupiter.api.Test;
  * the leg is asked only once the whole object is known; giving up returns every held byte.
  */
 class IncludeUsageInjectorHoldingTest {
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
 
   static String prompt(int bytes) {
     return "{\"role\":\"user\",\"content\":\"" + "x".repeat(bytes) + "\"}";

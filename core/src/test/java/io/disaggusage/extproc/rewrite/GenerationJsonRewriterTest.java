@@ -1,5 +1,7 @@
 package io.disaggusage.extproc.rewrite;
 
+import static io.disaggusage.extproc.testing.Text.text;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonFactory;
@@ -11,7 +13,6 @@ import io.disaggusage.extproc.usage.UsageDocument;
 import io.disaggusage.extproc.usage.UsageFigures;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -28,18 +29,22 @@ class GenerationJsonRewriterTest {
     return new GenerationJsonRewriter(new JsonUsageRewriter(JSON, maxUsage), ApiShapes.CHAT, maxBody);
   }
 
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
+  /** What {@code p} lets go of once it has taken {@code chunk}. */
+  static String released(GenerationJsonRewriter p, String chunk) {
+    p.accept(utf8(chunk));
+    return text(p.takeReady());
   }
 
-  static String text(byte[] b) {
-    return new String(b, StandardCharsets.UTF_8);
+  /** A rewriter with the default caps (64 KiB usage, 1 MiB body) whose context usage {@code CTX} is known. */
+  static GenerationJsonRewriter withContext() {
+    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
+    p.resolveContext(CTX, null);
+    return p;
   }
 
   @Test
   void aSixteenMebibyteBodyPassesWithOnlyTheUsageObjectHeld() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20); // the body is 16× max_body_bytes
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext(); // the body is 16× max_body_bytes
     byte[] element = utf8("{\"token\":\"tok \\\"x\\\" é\",\"logprob\":-0.0123e-4,\"bytes\":[116,111,107],\"top_logprobs\":[]},");
     byte[] head = utf8("{\"id\":\"big\",\"model\":\"m\",\"choices\":[{\"index\":0,\"logprobs\":{\"content\":[");
     byte[] tail = utf8("{}]},\"finish_reason\":\"stop\"}],\"usage\":" + USAGE + "}\n");
@@ -85,8 +90,7 @@ class GenerationJsonRewriterTest {
 
   @Test
   void chunksBeforeUsageAreForwardedAsTheyAreAndOnlyTheSplitChunkIsCopied() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext();
     String doc = "{\"id\":\"a\",\"choices\":[],\"usage\":" + USAGE + "}";
     int usage = doc.indexOf(USAGE);
     byte[] first = utf8(doc.substring(0, 10));
@@ -108,18 +112,15 @@ class GenerationJsonRewriterTest {
   @Test
   void malformationAfterUsageReleasesTheOriginalBytes() {
     for (String bad : new String[] {"}", " x", "\u0000", " {}"}) {
-      GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-      p.resolveContext(CTX, null);
+      GenerationJsonRewriter p = withContext();
       String doc = "{\"id\":\"a\",\"usage\":" + USAGE + ",\"n\":1}\n";
-      p.accept(utf8(doc));
-      assertThat(text(p.takeReady())).isEqualTo("{\"id\":\"a\",\"usage\":");
+      assertThat(released(p, doc)).isEqualTo("{\"id\":\"a\",\"usage\":");
       assertThat(p.heldBytes()).isEqualTo(doc.length() - doc.indexOf(USAGE));
       p.accept(utf8(bad));
       // The rewritten usage never left; the original goes out with the offending bytes.
       assertThat(text(p.takeReady())).isEqualTo(doc.substring(doc.indexOf(USAGE)) + bad);
       assertThat(p.heldBytes()).isZero();
-      p.accept(utf8("more"));
-      assertThat(text(p.takeReady())).isEqualTo("more");
+      assertThat(released(p, "more")).isEqualTo("more");
       p.finish();
       assertThat(p.takeReady()).isEmpty();
       assertThat(p.report().outcome()).isEqualTo(Outcome.PARSE_ERROR);
@@ -128,11 +129,9 @@ class GenerationJsonRewriterTest {
 
   @Test
   void aTruncatedBodyReleasesTheOriginalAtTheEnd() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext();
     String doc = "{\"usage\":" + USAGE + ",\"x\":[1,2";
-    p.accept(utf8(doc));
-    assertThat(text(p.takeReady())).isEqualTo("{\"usage\":");
+    assertThat(released(p, doc)).isEqualTo("{\"usage\":");
     p.finish();
     assertThat(text(p.takeReady())).isEqualTo(doc.substring("{\"usage\":".length()));
     assertThat(p.report().outcome()).isEqualTo(Outcome.PARSE_ERROR);
@@ -141,13 +140,10 @@ class GenerationJsonRewriterTest {
 
   @Test
   void aDuplicateUsageMemberReleasesTheFirstOneUnmodifiedAndRewritesTheLast() {
-    GenerationJsonRewriter p = rewriter(64 * 1024, 1 << 20);
-    p.resolveContext(CTX, null);
+    GenerationJsonRewriter p = withContext();
     String first = "{\"usage\":" + USAGE + ",\"id\":\"a\",";
-    p.accept(utf8(first));
-    assertThat(text(p.takeReady())).isEqualTo("{\"usage\":");
-    p.accept(utf8("\"usage\":" + USAGE + "}"));
-    assertThat(text(p.takeReady())).isEqualTo(USAGE + ",\"id\":\"a\",\"usage\":");
+    assertThat(released(p, first)).isEqualTo("{\"usage\":");
+    assertThat(released(p, "\"usage\":" + USAGE + "}")).isEqualTo(USAGE + ",\"id\":\"a\",\"usage\":");
     p.finish();
     assertThat(text(p.takeReady())).isEqualTo(FIXED + "}");
     assertThat(p.report().outcome()).isEqualTo(Outcome.REWRITTEN);
@@ -159,14 +155,11 @@ class GenerationJsonRewriterTest {
     p.resolveContext(CTX, null);
     String doc = "{\"id\":\"a\",\"usage\":" + USAGE + ",\"z\":1}";
     int usage = doc.indexOf(USAGE);
-    p.accept(utf8(doc.substring(0, usage + 60)));
-    assertThat(text(p.takeReady())).isEqualTo(doc.substring(0, usage));
+    assertThat(released(p, doc.substring(0, usage + 60))).isEqualTo(doc.substring(0, usage));
     assertThat(p.heldBytes()).isEqualTo(60);
-    p.accept(utf8(doc.substring(usage + 60, usage + 70)));
-    assertThat(text(p.takeReady())).isEqualTo(doc.substring(usage, usage + 70));
+    assertThat(released(p, doc.substring(usage + 60, usage + 70))).isEqualTo(doc.substring(usage, usage + 70));
     assertThat(p.heldBytes()).isZero();
-    p.accept(utf8(doc.substring(usage + 70)));
-    assertThat(text(p.takeReady())).isEqualTo(doc.substring(usage + 70));
+    assertThat(released(p, doc.substring(usage + 70))).isEqualTo(doc.substring(usage + 70));
     p.finish();
     assertThat(p.takeReady()).isEmpty();
     assertThat(p.report().outcome()).isEqualTo(Outcome.OVERSIZE);
@@ -214,8 +207,7 @@ class GenerationJsonRewriterTest {
     }
     GenerationJsonRewriter p = rewriter(512, 1 << 20);
     String doc = "{\"model\":\"m\",\"usage\":" + USAGE + "}";
-    p.accept(utf8(doc));
-    assertThat(text(p.takeReady())).isEqualTo("{\"model\":\"m\",\"usage\":");
+    assertThat(released(p, doc)).isEqualTo("{\"model\":\"m\",\"usage\":");
     assertThat(p.wantsContext()).isFalse(); // the wait starts at the end of the body (behaviour.md §4)
     p.finish();
     assertThat(p.wantsContext()).isTrue();
@@ -242,7 +234,6 @@ class GenerationJsonRewriterTest {
     p.accept(utf8(doc.substring(usage + 3)));
     // Nothing taken yet: the forwarded prefix, then the held usage and tail, exactly as they came.
     assertThat(text(p.abandon())).isEqualTo(doc);
-    p.accept(utf8("!"));
-    assertThat(text(p.takeReady())).isEqualTo("!");
+    assertThat(released(p, "!")).isEqualTo("!");
   }
 }

@@ -1,30 +1,26 @@
 package io.disaggusage.extproc.rewrite;
 
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class UsageKeyTailTest {
-  private static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
-
   @Test
   void findsAKeyInTheChunkAfterTheTail() {
     UsageKeyTail tail = new UsageKeyTail();
-    tail.remember(b("{\"a\":1,"), 0, 7);
+    tail.remember(utf8("{\"a\":1,"), 0, 7);
     assertThat(tail.length()).isEqualTo(6);
-    byte[] chunk = b("\"usage\":{}}");
+    byte[] chunk = utf8("\"usage\":{}}");
     assertThat(tail.indexOf(chunk, 0, chunk.length)).isEqualTo(6);
   }
 
   @Test
   void findsAKeyStraddlingTheTailAndTheChunk() {
     UsageKeyTail tail = new UsageKeyTail();
-    byte[] first = b("{\"us");
+    byte[] first = utf8("{\"us");
     tail.remember(first, 0, first.length);
-    byte[] chunk = b("age\":{}}");
+    byte[] chunk = utf8("age\":{}}");
     assertThat(tail.indexOf(chunk, 0, chunk.length)).isEqualTo(1);
     assertThat(tail.straddling(chunk, 0, chunk.length, tail.length())).isEqualTo(1);
     assertThat(tail.straddling(chunk, 0, chunk.length, 0)).isEqualTo(-1);
@@ -34,10 +30,10 @@ class UsageKeyTailTest {
   void keepsTheLastSixBytesAcrossShortPieces() {
     UsageKeyTail tail = new UsageKeyTail();
     for (String piece : new String[] {"xx", "\"u", "sa", "g"}) {
-      tail.remember(b(piece), 0, piece.length());
+      tail.remember(utf8(piece), 0, piece.length());
     }
     assertThat(tail.length()).isEqualTo(6);
-    byte[] chunk = b("e\"");
+    byte[] chunk = utf8("e\"");
     assertThat(tail.indexOf(chunk, 0, chunk.length)).isEqualTo(1);
     tail.reset();
     assertThat(tail.length()).isZero();

@@ -4,6 +4,7 @@ import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.DONE;
 import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.JSON;
 import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.USAGE_EVENT;
 import static io.disaggusage.extproc.rewrite.UsageOnlyEventCasesTest.content;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.exchange.Outcome;
@@ -41,10 +42,6 @@ class UsageOnlyEventRemovalTest {
 
   InjectedUsageEvents injected() {
     return new InjectedUsageEvents(JSON, results::add);
-  }
-
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
   }
 
   @Test

@@ -1,7 +1,7 @@
 package io.disaggusage.extproc.sse;
 
 import static io.disaggusage.extproc.sse.SseTestSupport.concat;
-import static io.disaggusage.extproc.sse.SseTestSupport.utf8;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -199,14 +199,19 @@ class SseEventTest {
     assertThat(e.rawArray()[26]).isEqualTo((byte) 'x');
   }
 
+  /** Where the value of the first member {@code name} starts in the event's payload. */
+  private static int valueOffset(SseEvent e, String name) {
+    String member = "\"" + name + "\":";
+    return e.payloadString().indexOf(member) + member.length();
+  }
+
   @Test
   void patchingANumberThroughRawOffsetKeepsEverythingElse() {
     // G7: the decode worker reports cached_tokens 128; the context worker had 9.
     String before = "data: {\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,"
         + "\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":128}}} \n\n";
     SseEvent e = event(before);
-    String payload = e.payloadString();
-    int at = payload.indexOf("\"cached_tokens\":") + "\"cached_tokens\":".length();
+    int at = valueOffset(e, "cached_tokens");
 
     byte[] patched = e.patchedRaw(at, at + 3, utf8("9"));
 
@@ -223,10 +228,9 @@ class SseEventTest {
     String before = "data: {\"usage\":{\"prompt_tokens\":7,\"total_tokens\":12,"
         + "\"prompt_tokens_details\":{\"cached_tokens\":1000}}}\r\n\r\n";
     SseEvent e = event(before);
-    String p = e.payloadString();
-    int prompt = p.indexOf("\"prompt_tokens\":") + 16;
-    int total = p.indexOf("\"total_tokens\":") + 15;
-    int cached = p.indexOf("\"cached_tokens\":") + 16;
+    int prompt = valueOffset(e, "prompt_tokens");
+    int total = valueOffset(e, "total_tokens");
+    int cached = valueOffset(e, "cached_tokens");
 
     byte[] patched = e.patchedRaw(List.of(
         new SseEvent.Patch(prompt, prompt + 1, utf8("186")),

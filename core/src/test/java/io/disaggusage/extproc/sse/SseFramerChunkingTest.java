@@ -14,6 +14,7 @@ import io.disaggusage.extproc.sse.SseTestSupport.Framed;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.function.Function;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -93,19 +94,7 @@ class SseFramerChunkingTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("corpus")
   void randomMultiSplitsGiveTheSameItems(SseTestSupport.Stream s) {
-    byte[] b = s.bytes();
-    List<Desc> whole = describe(SseFramer.frameAll(b, NO_CAP));
-    long seed = seedFor(s, 1);
-    Random rnd = new Random(seed);
-    for (int n = 0; n < RANDOM_SPLITS; n++) {
-      int[] cuts = randomCuts(rnd, b.length);
-      Framed f = frameAt(b, NO_CAP, cuts);
-      List<Desc> got = describe(f.items());
-      if (!got.equals(whole)) {
-        assertThat(got).as("%s seed %d iteration %d cuts %s", s.name(), seed, n, Arrays.toString(cuts))
-            .isEqualTo(whole);
-      }
-    }
+    assertRandomCutsGiveTheWholeItems(s, 1, RANDOM_SPLITS, cuts -> frameAt(s.bytes(), NO_CAP, cuts).items());
   }
 
   @ParameterizedTest(name = "{0}")
@@ -123,15 +112,26 @@ class SseFramerChunkingTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("corpus")
   void directByteBuffersGiveTheSameItems(SseTestSupport.Stream s) {
+    assertRandomCutsGiveTheWholeItems(s, 2, 200, cuts -> frameDirect(s.bytes(), NO_CAP, cuts));
+  }
+
+  /**
+   * Frames {@code s} cut at {@code iterations} random sets of points (seeded by {@code salt}) with
+   * {@code framer} and holds each result to the items of the uncut stream.
+   */
+  private static void assertRandomCutsGiveTheWholeItems(
+      SseTestSupport.Stream s, long salt, int iterations, Function<int[], List<SseItem>> framer) {
     byte[] b = s.bytes();
     List<Desc> whole = describe(SseFramer.frameAll(b, NO_CAP));
-    long seed = seedFor(s, 2);
+    long seed = seedFor(s, salt);
     Random rnd = new Random(seed);
-    for (int n = 0; n < 200; n++) {
+    for (int n = 0; n < iterations; n++) {
       int[] cuts = randomCuts(rnd, b.length);
-      assertThat(describe(frameDirect(b, NO_CAP, cuts)))
-          .as("%s seed %d iteration %d cuts %s", s.name(), seed, n, Arrays.toString(cuts))
-          .isEqualTo(whole);
+      List<Desc> got = describe(framer.apply(cuts));
+      if (!got.equals(whole)) {
+        assertThat(got).as("%s seed %d iteration %d cuts %s", s.name(), seed, n, Arrays.toString(cuts))
+            .isEqualTo(whole);
+      }
     }
   }
 

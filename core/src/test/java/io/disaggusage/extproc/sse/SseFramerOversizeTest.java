@@ -4,7 +4,7 @@ import static io.disaggusage.extproc.sse.SseTestSupport.concatRaw;
 import static io.disaggusage.extproc.sse.SseTestSupport.describe;
 import static io.disaggusage.extproc.sse.SseTestSupport.frameAt;
 import static io.disaggusage.extproc.sse.SseTestSupport.normalize;
-import static io.disaggusage.extproc.sse.SseTestSupport.utf8;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.sse.SseTestSupport.Framed;

@@ -2,7 +2,7 @@ package io.disaggusage.extproc.sse;
 
 import static io.disaggusage.extproc.sse.SseTestSupport.concatRaw;
 import static io.disaggusage.extproc.sse.SseTestSupport.describe;
-import static io.disaggusage.extproc.sse.SseTestSupport.utf8;
+import static io.disaggusage.extproc.testing.Text.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -11,8 +11,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** Targeted behaviour of {@link SseFramer}: when items are emitted, the CR rule, finish(), API edges. */
 class SseFramerTest {
@@ -147,34 +151,28 @@ class SseFramerTest {
     assertThat(framer.isFinished()).isTrue();
   }
 
-  @Test
-  void finishDeliversAnEventWithASingleTrailingNewlineAsUnterminated() {
-    feed("data: [DONE]\n");
+  /**
+   * A stream that ends without the blank line of its last event: {@code finish()} delivers the held
+   * bytes as that event, terminated only when all it waited for was the LF of a CRLF.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("lastEventsAtFinish")
+  void finishDeliversTheHeldEvent(String caseName, String stream, boolean terminated, String eventType, String payload) {
+    feed(stream);
     framer.finish();
 
-    assertThat(raws()).containsExactly("data: [DONE]\n");
-    assertThat(eventAt(0).terminated()).isFalse();
-    assertThat(eventAt(0).isDone()).isTrue();
+    assertThat(raws()).containsExactly(stream);
+    assertThat(eventAt(0).terminated()).isEqualTo(terminated);
+    assertThat(eventAt(0).eventType()).isEqualTo(eventType);
+    assertThat(eventAt(0).payloadString()).isEqualTo(payload);
+    assertThat(eventAt(0).isDone()).isEqualTo(payload.equals("[DONE]"));
   }
 
-  @Test
-  void finishDeliversAnEventEndingInALineCrAsUnterminated() {
-    feed("event: x\rdata: y\r");
-    framer.finish();
-
-    assertThat(raws()).containsExactly("event: x\rdata: y\r");
-    assertThat(eventAt(0).terminated()).isFalse();
-    assertThat(eventAt(0).eventType()).isEqualTo("x");
-    assertThat(eventAt(0).payloadString()).isEqualTo("y");
-  }
-
-  @Test
-  void finishDeliversAnEventWaitingOnlyForAPossibleLfAsTerminated() {
-    feed("data: a\r\r");
-    framer.finish();
-
-    assertThat(raws()).containsExactly("data: a\r\r");
-    assertThat(eventAt(0).terminated()).isTrue();
+  static Stream<Arguments> lastEventsAtFinish() {
+    return Stream.of(
+        Arguments.of("a single trailing newline: unterminated", "data: [DONE]\n", false, null, "[DONE]"),
+        Arguments.of("ending in a line's CR: unterminated", "event: x\rdata: y\r", false, "x", "y"),
+        Arguments.of("waiting only for a possible LF: terminated", "data: a\r\r", true, null, "a"));
   }
 
   @Test

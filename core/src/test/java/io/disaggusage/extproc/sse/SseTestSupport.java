@@ -1,5 +1,7 @@
 package io.disaggusage.extproc.sse;
 
+import static io.disaggusage.extproc.testing.Text.utf8;
+
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -11,10 +13,6 @@ import java.util.Random;
 final class SseTestSupport {
 
   private SseTestSupport() {}
-
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
 
   /** Bytes as a Latin-1 string: one char per byte, so byte-exact comparisons print readably. */
   static String latin1(byte[] b) {

@@ -9,9 +9,12 @@ import io.disaggusage.extproc.usage.JsonUsageRewriter.Rewritten;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** The §2 rule on whole documents, including the golden vectors of engines.md. */
@@ -48,112 +51,103 @@ class JsonUsageRewriterTest {
     return ((Rejected) r).reason();
   }
 
-  @Test
-  void g6TrtllmNonStreaming() {
-    String out =
-        rewrite(
+  /**
+   * One generation document rewritten against one context usage, and the document that goes out: the
+   * golden vectors of engines.md (G6 to G11) and the rule's edge cases.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("rewrittenDocuments")
+  void theRuleRewritesTheGenerationDocument(
+      String caseName, ApiShape shape, String contextUsage, String generation, String expected) {
+    assertThat(rewrite(contextUsage, generation, shape)).isEqualTo(expected);
+  }
+
+  static Stream<Arguments> rewrittenDocuments() {
+    return Stream.of(
+        Arguments.of(
+            "G6 TensorRT-LLM non-streaming",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":101,\"completion_tokens\":0,\"total_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}",
             "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":7}}}");
-  }
-
-  @Test
-  void g7StreamingUsageChunk() {
-    String out =
-        rewrite(
+            "{\"id\":\"x\",\"usage\":{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":7}}}"),
+        Arguments.of(
+            "G7 streaming usage chunk",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":128,\"completion_tokens\":0,\"total_tokens\":128,\"prompt_tokens_details\":{\"cached_tokens\":9}}",
             "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":128}}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":9}}}");
-  }
-
-  @Test
-  void g9aPromptAndDetailsFromContext() {
-    String out =
-        rewrite(
+            "{\"choices\":[],\"model\":\"test-model\",\"usage\":{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":9}}}"),
+        Arguments.of(
+            "G9a prompt and details from the context",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":186,\"completion_tokens\":1,\"total_tokens\":187,\"prompt_tokens_details\":{\"cached_tokens\":64}}",
             "{\"usage\":{\"prompt_tokens\":999,\"completion_tokens\":8,\"total_tokens\":1007,\"prompt_tokens_details\":{\"cached_tokens\":999}}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":186,\"completion_tokens\":8,\"total_tokens\":194,\"prompt_tokens_details\":{\"cached_tokens\":64}}}");
-  }
-
-  @Test
-  void g9bResponsesApi() {
-    String out =
-        rewrite(
+            "{\"usage\":{\"prompt_tokens\":186,\"completion_tokens\":8,\"total_tokens\":194,\"prompt_tokens_details\":{\"cached_tokens\":64}}}"),
+        Arguments.of(
+            "G9b Responses API",
+            ApiShapes.RESPONSES,
             "{\"input_tokens\":98,\"output_tokens\":1,\"total_tokens\":99,\"input_tokens_details\":{\"cached_tokens\":32}}",
             "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98},\"output_tokens_details\":{\"reasoning_tokens\":3}}}",
-            ApiShapes.RESPONSES);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":32},\"output_tokens_details\":{\"reasoning_tokens\":3}}}");
-  }
-
-  @Test
-  void g9cContextWithoutDetailsMeansZeroCached() {
-    String out =
-        rewrite(
+            "{\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":32},\"output_tokens_details\":{\"reasoning_tokens\":3}}}"),
+        Arguments.of(
+            "G9c context without details means zero cached",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":10,\"completion_tokens\":1,\"total_tokens\":11}",
             "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
-  }
-
-  @Test
-  void g10SiblingsAndUnknownKeysKept() {
-    String out =
-        rewrite(
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":0}}}"),
+        Arguments.of(
+            "G10 siblings and unknown keys kept",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":100,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":64}}",
             "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":100,\"audio_tokens\":2},\"future_field\":7}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":64,\"audio_tokens\":2},\"future_field\":7}}");
-  }
-
-  @Test
-  void g10NullDetailsBecomeAnObject() {
-    String out =
-        rewrite(
+            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":64,\"audio_tokens\":2},\"future_field\":7}}"),
+        Arguments.of(
+            "G10 null details become an object",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":100,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":0}}",
             "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":null}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":0}}}");
-  }
-
-  @Test
-  void g11DetailsCreatedWhenGenerationHasNone() {
-    String out =
-        rewrite(
+            "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,\"prompt_tokens_details\":{\"cached_tokens\":0}}}"),
+        Arguments.of(
+            "G11 details created when the generation has none",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":64,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":7}}",
             "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":7},\"total_tokens\":67}}");
-  }
-
-  @Test
-  void contextDetailKeysAreCopiedAndGenerationOnlyKeysKept() {
-    String out =
-        rewrite(
+            "{\"usage\":{\"prompt_tokens\":64,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":7},\"total_tokens\":67}}"),
+        Arguments.of(
+            "context detail keys are copied, generation-only keys kept",
+            ApiShapes.CHAT,
             "{\"prompt_tokens\":50,\"prompt_tokens_details\":{\"audio_tokens\":4,\"cached_tokens\":null}}",
             "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":50,\"cached_rate\":1.0}}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":0,\"cached_rate\":1.0,\"audio_tokens\":4}}}");
+            "{\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,\"total_tokens\":52,\"prompt_tokens_details\":{\"cached_tokens\":0,\"cached_rate\":1.0,\"audio_tokens\":4}}}"),
+        Arguments.of(
+            "cached is clamped to the prompt",
+            ApiShapes.CHAT,
+            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":20}}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}"),
+        Arguments.of(
+            "counts beyond 2^53 stay exact",
+            ApiShapes.CHAT,
+            "{\"prompt_tokens\":9007199254740993,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}",
+            "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":9007199254740993,\"total_tokens\":2}}",
+            "{\"usage\":{\"prompt_tokens\":9007199254740993,\"completion_tokens\":9007199254740993,\"total_tokens\":18014398509481986,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}}"),
+        Arguments.of(
+            "duplicate keys: the last one wins",
+            ApiShapes.CHAT,
+            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
+            "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14}}",
+            "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":2}}}"),
+        Arguments.of(
+            "a missing total is added",
+            ApiShapes.CHAT,
+            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{}}}",
+            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2},\"total_tokens\":14}}"),
+        Arguments.of(
+            "Responses stream event: usage inside response",
+            ApiShapes.RESPONSES,
+            "{\"input_tokens\":98,\"input_tokens_details\":{\"cached_tokens\":32}}",
+            "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"model\":\"m\",\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98}}}}",
+            "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"model\":\"m\",\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":32}}}}"));
   }
 
   @Test
@@ -186,52 +180,6 @@ class JsonUsageRewriterTest {
                 ctx("{\"prompt_tokens\":101,\"prompt_tokens_details\":{\"cached_tokens\":7}}"),
                 ApiShapes.CHAT);
     assertThat(again.document()).isEqualTo(gen);
-  }
-
-  @Test
-  void cachedIsClampedToPrompt() {
-    String out =
-        rewrite(
-            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":20}}",
-            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":10}}}",
-            ApiShapes.CHAT);
-    assertThat(out).contains("\"cached_tokens\":10");
-  }
-
-  @Test
-  void countsBeyondTwoToTheFiftyThreeStayExact() {
-    String out =
-        rewrite(
-            "{\"prompt_tokens\":9007199254740993,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}",
-            "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":9007199254740993,\"total_tokens\":2}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":9007199254740993,\"completion_tokens\":9007199254740993,\"total_tokens\":18014398509481986,\"prompt_tokens_details\":{\"cached_tokens\":9007199254740993}}}");
-  }
-
-  @Test
-  void duplicateKeysLastOneWins() {
-    String out =
-        rewrite(
-            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
-            "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"completion_tokens\":1,\"completion_tokens\":4,\"prompt_tokens\":10,\"total_tokens\":14,\"prompt_tokens_details\":{\"cached_tokens\":2}}}");
-  }
-
-  @Test
-  void missingTotalIsAdded() {
-    String out =
-        rewrite(
-            "{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":2}}",
-            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{}}}",
-            ApiShapes.CHAT);
-    assertThat(out)
-        .isEqualTo(
-            "{\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2},\"total_tokens\":14}}");
   }
 
   @ParameterizedTest
@@ -354,16 +302,6 @@ class JsonUsageRewriterTest {
                 ctx("{\"prompt_tokens\":1}"),
                 ApiShapes.CHAT))
         .isInstanceOf(JsonUsageRewriter.NoUsage.class);
-  }
-
-  @Test
-  void responsesStreamEventUsageInsideResponse() {
-    String out =
-        rewrite(
-            "{\"input_tokens\":98,\"input_tokens_details\":{\"cached_tokens\":32}}",
-            "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"model\":\"m\",\"usage\":{\"input_tokens\":98,\"output_tokens\":8,\"total_tokens\":106,\"input_tokens_details\":{\"cached_tokens\":98}}}}",
-            ApiShapes.RESPONSES);
-    assertThat(out).contains("\"input_tokens_details\":{\"cached_tokens\":32}");
   }
 
   @Test

@@ -15,9 +15,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -52,14 +55,47 @@ class MessagesUsageRuleTest {
     return rewrite(ctxUsage, message(genUsage), ApiShapes.MESSAGES);
   }
 
-  @Test
-  void contextLegOnChatCompletions() {
-    assertThat(messages(CTX_CHAT, GEN_INFLATED)).isEqualTo(message(GEN_CORRECTED));
+  /**
+   * One message rewritten against one context usage: the context leg in either shape, and generation
+   * usage with members missing, null, stray, repeated or beyond 64 bits.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("rewrittenMessages")
+  void theGenerationUsageGetsTheContextSplit(
+      String caseName, String contextUsage, String generationUsage, String expected) {
+    assertThat(messages(contextUsage, generationUsage)).isEqualTo(message(expected));
   }
 
-  @Test
-  void contextLegOnMessages() {
-    assertThat(messages(CTX_MESSAGES, GEN_INFLATED)).isEqualTo(message(GEN_CORRECTED));
+  static Stream<Arguments> rewrittenMessages() {
+    return Stream.of(
+        Arguments.of("context leg on chat/completions", CTX_CHAT, GEN_INFLATED, GEN_CORRECTED),
+        Arguments.of("context leg on messages", CTX_MESSAGES, GEN_INFLATED, GEN_CORRECTED),
+        Arguments.of(
+            "cache counts are added when only the context worker states them",
+            CTX_CHAT,
+            "{\"input_tokens\":186,\"output_tokens\":8}",
+            "{\"input_tokens\":122,\"output_tokens\":8,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"),
+        Arguments.of(
+            "null counts are replaced",
+            CTX_CHAT,
+            "{\"input_tokens\":null,\"output_tokens\":8,\"cache_read_input_tokens\":null,\"cache_creation_input_tokens\":null}",
+            GEN_CORRECTED),
+        Arguments.of(
+            "no total is added and a stray one is left alone",
+            CTX_CHAT,
+            "{\"input_tokens\":0,\"output_tokens\":8,\"total_tokens\":3}",
+            "{\"input_tokens\":122,\"output_tokens\":8,\"total_tokens\":3,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"),
+        Arguments.of(
+            "counts beyond 2^64 stay exact",
+            "{\"prompt_tokens\":18446744073709551617,\"prompt_tokens_details\":{\"cached_tokens\":18446744073709551615}}",
+            "{\"input_tokens\":1,\"output_tokens\":18446744073709551616}",
+            "{\"input_tokens\":2,\"output_tokens\":18446744073709551616,"
+                + "\"cache_read_input_tokens\":18446744073709551615,\"cache_creation_input_tokens\":0}"),
+        Arguments.of(
+            "duplicate keys: the last one wins",
+            CTX_CHAT,
+            "{\"input_tokens\":122,\"output_tokens\":8,\"input_tokens\":5,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}",
+            "{\"input_tokens\":122,\"output_tokens\":8,\"input_tokens\":122,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"));
   }
 
   /** vLLM before it reported cache counts: {@code input_tokens} is the whole prompt on both legs. */
@@ -71,12 +107,6 @@ class MessagesUsageRuleTest {
       assertThat(r.document()).isSameAs(gen);
       assertThat(r.corrected()).isFalse();
     }
-  }
-
-  @Test
-  void cacheCountsAreAddedWhenOnlyTheContextWorkerStatesThem() {
-    assertThat(messages(CTX_CHAT, "{\"input_tokens\":186,\"output_tokens\":8}"))
-        .isEqualTo(message("{\"input_tokens\":122,\"output_tokens\":8,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"));
   }
 
   /** No split from the context worker: the generation worker's cache counts must not survive it. */
@@ -127,12 +157,6 @@ class MessagesUsageRuleTest {
   }
 
   @Test
-  void nullCountsAreReplaced() {
-    assertThat(messages(CTX_CHAT, "{\"input_tokens\":null,\"output_tokens\":8,\"cache_read_input_tokens\":null,\"cache_creation_input_tokens\":null}"))
-        .isEqualTo(message(GEN_CORRECTED));
-  }
-
-  @Test
   void cacheReadIsClampedToThePromptAndCreationToTheRest() {
     assertThat(messages("{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":99}}", GEN_INFLATED))
         .isEqualTo(message("{\"input_tokens\":0,\"output_tokens\":8,\"cache_read_input_tokens\":10,\"cache_creation_input_tokens\":0}"));
@@ -153,26 +177,6 @@ class MessagesUsageRuleTest {
         .isEqualTo(gen.replace("\"input_tokens\" : 0", "\"input_tokens\" : 122")
             .replace("\"cache_read_input_tokens\": 186", "\"cache_read_input_tokens\": 64")
             .replace("\"output_tokens\": 8 }", "\"output_tokens\": 8 ,\"cache_creation_input_tokens\":0}"));
-  }
-
-  @Test
-  void noTotalIsAddedAndAStrayOneIsLeftAlone() {
-    assertThat(messages(CTX_CHAT, "{\"input_tokens\":0,\"output_tokens\":8,\"total_tokens\":3}"))
-        .isEqualTo(message("{\"input_tokens\":122,\"output_tokens\":8,\"total_tokens\":3,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"));
-  }
-
-  @Test
-  void countsBeyondTwoToTheSixtyFourStayExact() {
-    String c = "{\"prompt_tokens\":18446744073709551617,\"prompt_tokens_details\":{\"cached_tokens\":18446744073709551615}}";
-    assertThat(messages(c, "{\"input_tokens\":1,\"output_tokens\":18446744073709551616}"))
-        .isEqualTo(message("{\"input_tokens\":2,\"output_tokens\":18446744073709551616,"
-            + "\"cache_read_input_tokens\":18446744073709551615,\"cache_creation_input_tokens\":0}"));
-  }
-
-  @Test
-  void duplicateKeysLastOneWins() {
-    assertThat(messages(CTX_CHAT, "{\"input_tokens\":122,\"output_tokens\":8,\"input_tokens\":5,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"))
-        .isEqualTo(message("{\"input_tokens\":122,\"output_tokens\":8,\"input_tokens\":122,\"cache_read_input_tokens\":64,\"cache_creation_input_tokens\":0}"));
   }
 
   @Test

@@ -13,9 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -69,7 +67,7 @@ final class AdminServer implements AutoCloseable {
                 "/metrics",
                 () -> metrics(formats, registry, exchange.getRequestHeaders().getFirst("Accept"))));
     server.createContext("/", exchange -> handle(exchange, "/", () -> text(404, "not found; try /healthz, /readyz or /metrics\n")));
-    ExecutorService workers = Executors.newFixedThreadPool(WORKERS, daemonThreads("disagg-usage-admin-"));
+    ExecutorService workers = Executors.newFixedThreadPool(WORKERS, DaemonThreads.numbered("disagg-usage-admin-"));
     server.setExecutor(workers);
     server.start();
     return new AdminServer(server, workers);
@@ -141,14 +139,5 @@ final class AdminServer implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       log.debug("admin response {} {} not sent: {}", exchange.getRequestMethod(), path, e.toString());
     }
-  }
-
-  static ThreadFactory daemonThreads(String prefix) {
-    AtomicInteger next = new AtomicInteger(1);
-    return runnable -> {
-      Thread thread = new Thread(runnable, prefix + next.getAndIncrement());
-      thread.setDaemon(true);
-      return thread;
-    };
   }
 }

@@ -222,14 +222,7 @@ public final class ServerRuntime implements AutoCloseable {
 
   /** A single-thread scheduler on a daemon thread named {@value #TIMER_THREAD_NAME}. */
   static ScheduledExecutorService newTimer() {
-    ScheduledThreadPoolExecutor timer =
-        new ScheduledThreadPoolExecutor(
-            1,
-            runnable -> {
-              Thread thread = new Thread(runnable, TIMER_THREAD_NAME);
-              thread.setDaemon(true);
-              return thread;
-            });
+    ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, DaemonThreads.named(TIMER_THREAD_NAME));
     // Deadlines are mostly cancelled (the context usage arrives first): drop them at once.
     timer.setRemoveOnCancelPolicy(true);
     return timer;

@@ -63,13 +63,7 @@ final class ServerTls implements AutoCloseable {
     this.config = config;
     this.trustManager = trustManager;
     ScheduledThreadPoolExecutor executor =
-        new ScheduledThreadPoolExecutor(
-            1,
-            runnable -> {
-              Thread thread = new Thread(runnable, RELOAD_THREAD_NAME);
-              thread.setDaemon(true);
-              return thread;
-            });
+        new ScheduledThreadPoolExecutor(1, DaemonThreads.named(RELOAD_THREAD_NAME));
     executor.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
     this.reloader = executor;
   }

@@ -118,6 +118,33 @@ public final class ScenarioVectors {
     return new ClientUsage(prompt, cached, completion, prompt + completion);
   }
 
+  /**
+   * TensorRT-LLM's context leg of request {@code TRT_ID}, a JSON answer carrying {@code ctxUsage};
+   * {@code extra} adds request members (its {@code schedule_style}).
+   */
+  private static Leg trtContextLeg(String extra, String ctxUsage) {
+    return leg(PATH, trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID + extra), "application/json",
+        Wire.trtContextResponse(TRT_ID, TRT_ID, ctxUsage));
+  }
+
+  /**
+   * TensorRT-LLM's generation leg of request {@code TRT_ID} (its context named by the same id), answered
+   * with {@code responseBody} of {@code contentType}; {@code extra} adds request members.
+   */
+  private static Leg trtGenerationLeg(String extra, String contentType, String responseBody) {
+    return leg(PATH, trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID + ",\"disagg_request_id\":" + TRT_ID + extra),
+        contentType, responseBody);
+  }
+
+  /**
+   * A vLLM leg on {@code /v1/responses} over NIXL, joined by {@code x-request-id}: {@code kvTransfer} is
+   * {@code do_remote_decode} on the prefill, {@code do_remote_prefill} on the decode; a JSON answer.
+   */
+  private static Leg vllmResponsesLeg(String kvTransfer, String requestId, String responseBody) {
+    return leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"" + kvTransfer + "\":true}}",
+        "application/json", responseBody, "x-request-id", requestId);
+  }
+
   /** The golden engine vectors (engines.md): the fuzz seed corpus is generated from this list. */
   public static List<Vector> all() {
     List<Vector> v = new ArrayList<>();
@@ -129,10 +156,8 @@ public final class ScenarioVectors {
     String genUsage = "{\"prompt_tokens\":101,\"completion_tokens\":13,\"total_tokens\":114,\"prompt_tokens_details\":{\"cached_tokens\":101}}";
     String genBody = Wire.chatCompletion("gen", genUsage);
     v.add(vector("trtContextFirstJson", Order.CONTEXT_FIRST,
-        leg(PATH, trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID + ",\"schedule_style\":0"), json,
-            Wire.trtContextResponse(TRT_ID, TRT_ID, ctxUsage)),
-        leg(PATH, trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID + ",\"disagg_request_id\":" + TRT_ID + ",\"schedule_style\":0"),
-            json, genBody),
+        trtContextLeg(",\"schedule_style\":0", ctxUsage),
+        trtGenerationLeg(",\"schedule_style\":0", json, genBody),
         genBody.replace("{\"cached_tokens\":101}", "{\"cached_tokens\":7}"),
         ExpectedUsage.corrected(SdkRead.CHAT_COMPLETION, 101, 7, 13, 101, client(101, 7L, 13))));
 
@@ -141,8 +166,8 @@ public final class ScenarioVectors {
     genUsage = "{\"prompt_tokens\":128,\"completion_tokens\":5,\"total_tokens\":133,\"prompt_tokens_details\":{\"cached_tokens\":128}}";
     String stream = Wire.chatStream(genUsage, "Par", "is", " is", " the", " capital");
     v.add(vector("trtContextFirstStream", Order.CONTEXT_FIRST,
-        leg(PATH, trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID), json, Wire.trtContextResponse(TRT_ID, TRT_ID, ctxUsage)),
-        leg(PATH, trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID + ",\"disagg_request_id\":" + TRT_ID), sse, stream),
+        trtContextLeg("", ctxUsage),
+        trtGenerationLeg("", sse, stream),
         stream.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}"),
         ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 128, 9, 5, 128, client(128, 9L, 5))));
 
@@ -155,8 +180,7 @@ public final class ScenarioVectors {
                 + "event: trtllm.perf_metrics\ndata: {\"ctx_server\":\"h:1\",\"usage\":\"n/a\"}\n\n")
             .replace("\n", "\r\n");
     v.add(vector("trtFramingCrlfAndPerfMetrics", Order.CONTEXT_FIRST,
-        leg(PATH, trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID), json,
-            Wire.trtContextResponse(TRT_ID, TRT_ID, Wire.usage(128, 1, 9L))),
+        trtContextLeg("", Wire.usage(128, 1, 9L)),
         leg(PATH, trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID), "text/event-stream; charset=utf-8", stream),
         stream.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}"),
         ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 128, 9, 2, 128, client(128, 9L, 2))));
@@ -165,18 +189,15 @@ public final class ScenarioVectors {
     ctxUsage = "{\"prompt_tokens\":128,\"completion_tokens\":1,\"total_tokens\":129,\"prompt_tokens_details\":{\"cached_tokens\":9}}";
     stream = Wire.chatStream(genUsage, "Par", "is");
     v.add(vector("trtGenerationFirstStream", Order.GENERATION_FIRST,
-        leg(PATH, trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID + ",\"schedule_style\":1"), json,
-            Wire.trtContextResponse(TRT_ID, TRT_ID, ctxUsage)),
-        leg(PATH, trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID + ",\"disagg_request_id\":" + TRT_ID + ",\"schedule_style\":1"),
-            sse, stream),
+        trtContextLeg(",\"schedule_style\":1", ctxUsage),
+        trtGenerationLeg(",\"schedule_style\":1", sse, stream),
         stream.replace("{\"cached_tokens\":128}", "{\"cached_tokens\":9}"),
         ExpectedUsage.corrected(SdkRead.CHAT_STREAM, 128, 9, 5, 128, client(128, 9L, 5))));
 
     // generation_first, non-streaming.
     genBody = Wire.chatCompletion("gen", Wire.usage(101, 13, 101L));
     v.add(vector("trtGenerationFirstJson", Order.GENERATION_FIRST,
-        leg(PATH, trtRequest("context_only", ",\"disagg_request_id\":" + TRT_ID + ",\"schedule_style\":1"), json,
-            Wire.trtContextResponse(TRT_ID, TRT_ID, Wire.usage(101, 1, 7L))),
+        trtContextLeg(",\"schedule_style\":1", Wire.usage(101, 1, 7L)),
         leg(PATH, trtRequest("generation_only", ",\"ctx_request_id\":" + TRT_ID + ",\"schedule_style\":1"), json, genBody),
         genBody.replace(Wire.usage(101, 13, 101L), Wire.usage(101, 13, 7L)),
         ExpectedUsage.corrected(SdkRead.CHAT_COMPLETION, 101, 7, 13, 101, client(101, 7L, 13))));
@@ -274,10 +295,8 @@ public final class ScenarioVectors {
     String respCtx = "{\"input_tokens\":98,\"output_tokens\":1,\"total_tokens\":99,\"input_tokens_details\":{\"cached_tokens\":32},\"output_tokens_details\":{\"reasoning_tokens\":0}}";
     String resp = Wire.response(respGen);
     v.add(vector("responsesApiJson", Order.CONTEXT_FIRST,
-        leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"do_remote_decode\":true}}", json,
-            Wire.response(respCtx), "x-request-id", "resp-1"),
-        leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"do_remote_prefill\":true}}", json, resp,
-            "x-request-id", "resp-1"),
+        vllmResponsesLeg("do_remote_decode", "resp-1", Wire.response(respCtx)),
+        vllmResponsesLeg("do_remote_prefill", "resp-1", resp),
         resp.replace("{\"cached_tokens\":98}", "{\"cached_tokens\":32}"),
         ExpectedUsage.corrected(SdkRead.RESPONSE, 98, 32, 8, 98, client(98, 32L, 8))));
     stream = Wire.responseStream(respGen);
@@ -461,10 +480,8 @@ public final class ScenarioVectors {
         + "\"input_tokens_details\":{\"cached_tokens\":98,\"cache_write_tokens\":0},\"output_tokens_details\":{\"reasoning_tokens\":3}}";
     body = Wire.response(respGen);
     v.add(vector("responsesCacheWriteTokensFromThePrefill", Order.CONTEXT_FIRST,
-        leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"do_remote_decode\":true}}", json,
-            Wire.response(respCtx), "x-request-id", "resp-w"),
-        leg("/v1/responses", "{\"model\":\"m\",\"input\":\"hi\",\"kv_transfer_params\":{\"do_remote_prefill\":true}}", json, body,
-            "x-request-id", "resp-w"),
+        vllmResponsesLeg("do_remote_decode", "resp-w", Wire.response(respCtx)),
+        vllmResponsesLeg("do_remote_prefill", "resp-w", body),
         body.replace("{\"cached_tokens\":98,\"cache_write_tokens\":0}", "{\"cached_tokens\":32,\"cache_write_tokens\":66}"),
         ExpectedUsage.corrected(SdkRead.RESPONSE, 98, 32, 8, 98, client(98, 32L, 8))));
 

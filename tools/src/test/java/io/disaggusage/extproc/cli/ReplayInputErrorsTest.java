@@ -10,10 +10,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** Inputs {@code replay} cannot use: exit status 2 and one message naming the file and what is wrong. */
 class ReplayInputErrorsTest {
@@ -51,32 +55,29 @@ class ReplayInputErrorsTest {
     assertInputError(run, "replay: " + missing + ": cannot read: no such file");
   }
 
-  /** Writes {@code content} to a file given as {@code option}; asserts the input error naming it and the problem. */
-  private void assertFileError(String option, String name, String content, String problem) throws Exception {
+  /**
+   * A file given as {@code option} with {@code content} (written under {@code name}): the input error
+   * names the file and the problem.
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @MethodSource("unreadableFiles")
+  void aFileTheOptionCannotRead(String option, String name, String content, String problem) throws Exception {
     Path file = Files.writeString(dir.resolve(name), content);
     assertInputError(replayWith(option, file.toString()), "replay: " + file + ": " + problem);
   }
 
-  @Test
-  void aHeadersLineWithoutAColon() throws Exception {
-    assertFileError("--generation-request-headers", "gen.headers", ":method: POST\ngarbage\n",
-        "line 2: expected \"name: value\", got \"garbage\"");
-  }
-
-  @Test
-  void aStatusThatIsNotAStatusCodeAndAPseudoHeaderOfTheOtherDirectionOrABadName() throws Exception {
-    assertFileError("--generation-response-headers", "gen-response.headers", ":status: OK\n",
-        "line 1: :status must be a status code, got \"OK\"");
-    assertFileError("--context-request-headers", "ctx.headers", "# ok\n:status: 200\n",
-        "line 2: :status is not a request pseudo-header");
-    assertFileError("--context-request-headers", "bad-name.headers", "x request id: 1\n",
-        "line 1: invalid header name \"x request id\"");
-  }
-
-  @Test
-  void anEnvoyConfigWithoutTheFilter() throws Exception {
-    assertFileError("--envoy-config", "envoy.yaml", "static_resources:\n  listeners: []\n",
-        "no envoy.filters.http.ext_proc filter");
+  static Stream<Arguments> unreadableFiles() {
+    return Stream.of(
+        Arguments.of("--generation-request-headers", "gen.headers", ":method: POST\ngarbage\n",
+            "line 2: expected \"name: value\", got \"garbage\""),
+        Arguments.of("--generation-response-headers", "gen-response.headers", ":status: OK\n",
+            "line 1: :status must be a status code, got \"OK\""),
+        Arguments.of("--context-request-headers", "ctx.headers", "# ok\n:status: 200\n",
+            "line 2: :status is not a request pseudo-header"),
+        Arguments.of("--context-request-headers", "bad-name.headers", "x request id: 1\n",
+            "line 1: invalid header name \"x request id\""),
+        Arguments.of("--envoy-config", "envoy.yaml", "static_resources:\n  listeners: []\n",
+            "no envoy.filters.http.ext_proc filter"));
   }
 
   /** Replays a HAR file with this content; asserts the input error naming it and the problem. */

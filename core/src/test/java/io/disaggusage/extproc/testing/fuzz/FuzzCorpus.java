@@ -1,5 +1,7 @@
 package io.disaggusage.extproc.testing.fuzz;
 
+import static io.disaggusage.extproc.testing.Text.utf8;
+
 import io.disaggusage.extproc.testkit.FuzzInput;
 import io.disaggusage.extproc.testkit.ScenarioVectors;
 import io.disaggusage.extproc.testkit.ScenarioVectors.Vector;
@@ -185,7 +187,6 @@ public final class FuzzCorpus {
     return m;
   }
 
-
   /** Index among the vectors ExchangeStreamFuzzTest draws from (JSON context legs). */
   private static int vectorIndex(Vector v) {
     List<Vector> usable =
@@ -221,10 +222,6 @@ public final class FuzzCorpus {
     m.put("unhandled-path-then-bodies", new byte[] {0, 3, 2, 5, 'x', 'y', 'z', 'w', 'v', 4, 0, 6 | 64, 3, 'a', 'b', 'c'});
     m.put("concurrent-generation-waits", new byte[] {1, (byte) (64 | 8 | 16 | 2 * 4 | 16 << 0), 3 | 64, 1, 5, 8, 7 | 16, 0, 7 | 64, 0});
     return m;
-  }
-
-  static byte[] utf8(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
   }
 
   static byte[] latin1(String s) {

@@ -1,19 +1,16 @@
 package io.disaggusage.extproc.emulator.engines;
 
+import java.util.Locale;
+
 /** In which order an orchestrator runs its two calls (behaviour.md §4). */
 public enum ScheduleOrder {
   /** The context response is complete before the generation request is sent. */
-  CONTEXT_FIRST("context-first"),
+  CONTEXT_FIRST,
   /** Both calls are made up front; the generation response may end before the context response. */
-  GENERATION_FIRST("generation-first");
+  GENERATION_FIRST;
 
-  private final String label;
-
-  ScheduleOrder(String label) {
-    this.label = label;
-  }
-
+  /** How a demo names the order: {@code context-first} or {@code generation-first}. */
   public String label() {
-    return label;
+    return name().toLowerCase(Locale.ROOT).replace('_', '-');
   }
 }

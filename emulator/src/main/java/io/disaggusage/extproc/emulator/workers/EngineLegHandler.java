@@ -23,14 +23,10 @@ final class EngineLegHandler implements CompletionHandler {
   }
 
   @Override
-  public WorkerReply complete(RecordedRequest request) {
+  public WorkerReply answer(RecordedRequest request) throws BadRequest {
     byte[] body = request.body();
     if (readsMsgpack && MsgpackRequestBody.marks(request)) {
-      try {
-        body = MsgpackRequestBody.toJson(body);
-      } catch (BadRequest e) {
-        return e.reply();
-      }
+      body = MsgpackRequestBody.toJson(body);
     }
     WorkerCall call = new WorkerCall(request.path(), request.firstHeaderValues(), body);
     return role == WorkerRole.PREFILL ? engine.context(call) : engine.generation(call);

@@ -29,17 +29,12 @@ final class SglangDecodeHandler implements CompletionHandler {
   }
 
   @Override
-  public WorkerReply complete(RecordedRequest recorded) {
-    SglangRequest request;
-    try {
-      request = SglangRequest.parse(recorded.body(), tokenizer);
-      for (SglangRequest.Room room : request.rooms()) {
-        if (room.host() == null || room.port() == null) {
-          throw new BadRequest("bootstrap_host and bootstrap_port: a decode worker needs the prefill's bootstrap address");
-        }
+  public WorkerReply answer(RecordedRequest recorded) throws BadRequest {
+    SglangRequest request = SglangRequest.parse(recorded.body(), tokenizer);
+    for (SglangRequest.Room room : request.rooms()) {
+      if (room.host() == null || room.port() == null) {
+        throw new BadRequest("bootstrap_host and bootstrap_port: a decode worker needs the prefill's bootstrap address");
       }
-    } catch (BadRequest e) {
-      return e.reply();
     }
     PrefilledRoom prefilled = null;
     try {

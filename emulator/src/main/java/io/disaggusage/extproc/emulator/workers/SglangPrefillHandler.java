@@ -25,19 +25,15 @@ final class SglangPrefillHandler implements CompletionHandler {
   }
 
   @Override
-  public WorkerReply complete(RecordedRequest recorded) {
-    try {
-      SglangRequest request = SglangRequest.parse(recorded.body(), tokenizer);
-      int cached = cache.prefill(request.prompt());
-      for (SglangRequest.Room room : request.rooms()) {
-        bootstrap.register(room.id(), new PrefilledRoom(request.prompt().length, cached));
-      }
-      List<String> pieces = OpenAiWire.answerPieces(tokenizer, 1);
-      return OpenAiWire.answer(
-          OpenAiWire.Style.SGLANG, request.responseId(), request.model(), pieces, "length", request.prompt().length,
-          cached, request.shape().capped(1), new TokenCounts(request.prompt().length, cached, request.shape().choices()));
-    } catch (BadRequest e) {
-      return e.reply();
+  public WorkerReply answer(RecordedRequest recorded) throws BadRequest {
+    SglangRequest request = SglangRequest.parse(recorded.body(), tokenizer);
+    int cached = cache.prefill(request.prompt());
+    for (SglangRequest.Room room : request.rooms()) {
+      bootstrap.register(room.id(), new PrefilledRoom(request.prompt().length, cached));
     }
+    List<String> pieces = OpenAiWire.answerPieces(tokenizer, 1);
+    return OpenAiWire.answer(
+        OpenAiWire.Style.SGLANG, request.responseId(), request.model(), pieces, "length", request.prompt().length,
+        cached, request.shape().capped(1), new TokenCounts(request.prompt().length, cached, request.shape().choices()));
   }
 }

@@ -31,28 +31,19 @@ final class VllmWorkerHandler implements CompletionHandler {
   }
 
   @Override
-  public WorkerReply complete(RecordedRequest recorded) {
-    JsonNode request;
-    try {
-      request = OpenAiWire.parseRequest(recorded.body());
-    } catch (BadRequest e) {
-      return e.reply();
-    }
+  public WorkerReply answer(RecordedRequest recorded) throws BadRequest {
+    JsonNode request = OpenAiWire.parseRequest(recorded.body());
     if (request.has("kv_transfer_params")) {
-      return leg.complete(recorded);
+      return leg.answer(recorded);
     }
-    try {
-      int[] prompt = OpenAiWire.prompt(tokenizer, request);
-      AnswerShape shape = AnswerShape.of(request);
-      int cached = ownCache.prefill(prompt);
-      List<String> pieces = OpenAiWire.answerPieces(tokenizer, shape.maxTokens());
-      List<String> ids = recorded.headerValues("x-request-id");
-      String id = VllmEngine.idPrefix(recorded.path()) + (ids.isEmpty() ? "" : ids.get(0));
-      return OpenAiWire.answer(
-          OpenAiWire.Style.VLLM, id, request.path("model").asText(), pieces, OpenAiWire.finishReason(tokenizer, pieces.size()),
-          prompt.length, cached, VllmEngine.createdCache(prompt.length, cached, ownCache.blockTokens()), shape, new TokenCounts(prompt.length, cached, (long) pieces.size() * shape.choices()));
-    } catch (BadRequest e) {
-      return e.reply();
-    }
+    int[] prompt = OpenAiWire.prompt(tokenizer, request);
+    AnswerShape shape = AnswerShape.of(request);
+    int cached = ownCache.prefill(prompt);
+    List<String> pieces = OpenAiWire.answerPieces(tokenizer, shape.maxTokens());
+    List<String> ids = recorded.headerValues("x-request-id");
+    String id = VllmEngine.idPrefix(recorded.path()) + (ids.isEmpty() ? "" : ids.get(0));
+    return OpenAiWire.answer(
+        OpenAiWire.Style.VLLM, id, request.path("model").asText(), pieces, OpenAiWire.finishReason(tokenizer, pieces.size()),
+        prompt.length, cached, VllmEngine.createdCache(prompt.length, cached, ownCache.blockTokens()), shape, new TokenCounts(prompt.length, cached, (long) pieces.size() * shape.choices()));
   }
 }

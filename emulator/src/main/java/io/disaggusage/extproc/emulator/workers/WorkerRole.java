@@ -1,20 +1,25 @@
 package io.disaggusage.extproc.emulator.workers;
 
+import io.disaggusage.extproc.exchange.Phase;
+import java.util.Locale;
+
 /** A worker's half of prefill/decode disaggregation. */
 public enum WorkerRole {
-  PREFILL("prefill", "context"),
-  DECODE("decode", "generation");
+  PREFILL(Phase.CONTEXT),
+  DECODE(Phase.GENERATION);
 
-  private final String label;
-  private final String trtLlmLabel;
+  /** The leg of a disaggregated request this role serves: TensorRT-LLM names its roles after it. */
+  private final Phase phase;
 
-  WorkerRole(String label, String trtLlmLabel) {
-    this.label = label;
-    this.trtLlmLabel = trtLlmLabel;
+  WorkerRole(Phase phase) {
+    this.phase = phase;
   }
 
-  /** The role as {@code engine} names it: TensorRT-LLM says context and generation. */
+  /**
+   * The role as {@code engine} names it: {@code prefill} or {@code decode}; TensorRT-LLM says
+   * {@code context} or {@code generation}.
+   */
   public String label(EngineKind engine) {
-    return engine == EngineKind.TRTLLM ? trtLlmLabel : label;
+    return engine == EngineKind.TRTLLM ? phase.label() : name().toLowerCase(Locale.ROOT);
   }
 }

@@ -4,6 +4,7 @@ import com.google.protobuf.BoolValue;
 import com.google.protobuf.ByteString;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
@@ -68,6 +69,17 @@ public final class ExtProcReplies {
   }
 
   /** {@code set_headers} entry written the recommended way: raw_value only, append unset. */
+  /**
+   * Passes the headers on with {@code mode} as the stream's new processing mode; without the
+   * {@code content-length} header when {@code removeContentLength} (a body rewrite changes the length).
+   */
+  public static ProcessingResponse switchMode(ProcessingRequest req, ProcessingMode mode, boolean removeContentLength) {
+    ProcessingResponse headers = removeContentLength
+        ? mutate(req, HeaderMutation.newBuilder().addRemoveHeaders("content-length").build())
+        : pass(req);
+    return headers.toBuilder().setModeOverride(mode).build();
+  }
+
   public static HeaderValueOption set(String name, String value) {
     return HeaderValueOption.newBuilder()
         .setHeader(

@@ -9,6 +9,7 @@ import static io.disaggusage.extproc.emulator.envoy.ExtProcReplies.set;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
@@ -20,7 +21,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** BUFFERED, BUFFERED_PARTIAL and STREAMED body handling (items 18–21, 24, 34). */
@@ -144,19 +144,33 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
     assertThat(r.clientResponse().status()).isEqualTo(200);
   }
 
-  @Test
-  void chunksArrivingBeforeTheHeadersReplyAreCoalesced() throws Exception {
-    CompletableFuture<Void> answerHeaders = new CompletableFuture<>();
-    ScriptedProcessor server = new ScriptedProcessor((req, s) -> {
+  /** Answers the response headers once {@code answerHeaders} completes, every other message by {@code others}. */
+  private static ScriptedProcessor answeringHeadersOn(
+      CompletableFuture<Void> answerHeaders, ScriptedProcessor.Script others) {
+    return new ScriptedProcessor((req, s) -> {
       if (req.hasResponseHeaders()) {
         answerHeaders.thenRun(() -> s.reply(pass(req)));
       } else {
-        s.reply(pass(req));
+        others.onMessage(req, s);
       }
     });
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.NONE, BodySendMode.STREAMED).setMessageTimeout(
-            com.google.protobuf.util.Durations.fromSeconds(5)).build(), EnvoyProfile.V1_36);
+  }
+
+  /**
+   * Response body STREAMED, with a message timeout long enough that the tests can hold the headers
+   * reply back while chunks arrive.
+   */
+  private FakeEnvoy slowHeadersReplyEnvoy(ScriptedProcessor server) throws Exception {
+    return envoy(server,
+        withModes(BodySendMode.NONE, BodySendMode.STREAMED).setMessageTimeout(Durations.fromSeconds(5)).build(),
+        EnvoyProfile.V1_36);
+  }
+
+  @Test
+  void chunksArrivingBeforeTheHeadersReplyAreCoalesced() throws Exception {
+    CompletableFuture<Void> answerHeaders = new CompletableFuture<>();
+    ScriptedProcessor server = answeringHeadersOn(answerHeaders, (req, s) -> s.reply(pass(req)));
+    FakeEnvoy envoy = slowHeadersReplyEnvoy(server);
 
     ExchangeHandle h = envoy.start(Exchange.post("/x", "{}")
         .responseBody("aabbccdd").responseChunking(Chunking.fixed(2)).gateResponseBody().build());
@@ -177,10 +191,8 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
   @Test
   void wholeBodyBeforeHeadersReplyIsSentOnceAndHoldsTheHeaders() throws Exception {
     CompletableFuture<Void> answerHeaders = new CompletableFuture<>();
-    ScriptedProcessor server = new ScriptedProcessor((req, s) -> {
-      if (req.hasResponseHeaders()) {
-        answerHeaders.thenRun(() -> s.reply(pass(req)));
-      } else if (req.hasResponseBody()) {
+    ScriptedProcessor server = answeringHeadersOn(answerHeaders, (req, s) -> {
+      if (req.hasResponseBody()) {
         s.reply(ExtProcReplies.reply(req, CommonResponse.newBuilder()
             .setHeaderMutation(HeaderMutation.newBuilder().addSetHeaders(set("x-from-body-reply", "1")))
             .setBodyMutation(BodyMutation.newBuilder().setBody(ByteString.copyFromUtf8("REWRITTEN")))
@@ -189,9 +201,7 @@ class FakeEnvoyBodyModesTest extends FakeEnvoyTestSupport {
         s.reply(pass(req));
       }
     });
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.NONE, BodySendMode.STREAMED).setMessageTimeout(
-            com.google.protobuf.util.Durations.fromSeconds(5)).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = slowHeadersReplyEnvoy(server);
 
     ExchangeHandle h = envoy.start(Exchange.post("/x", "{}")
         .responseBody("aabbcc").responseChunking(Chunking.fixed(2)).build());

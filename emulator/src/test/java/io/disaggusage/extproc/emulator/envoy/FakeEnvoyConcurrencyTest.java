@@ -74,9 +74,7 @@ class FakeEnvoyConcurrencyTest extends FakeEnvoyTestSupport {
 
   @Test
   void responseHeadersMessageInterleavesWithOutstandingRequestChunks() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.STREAMED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.STREAMED).build());
 
     ExchangeHandle h = envoy.start(Exchange.post("/x", "r1r2r3")
         .requestChunking(Chunking.fixed(2)).gateRequestBody()

@@ -9,8 +9,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Status;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -37,16 +39,29 @@ class FakeEnvoyFailureTest extends FakeEnvoyTestSupport {
     assertThat(r.stats().streamsFailed()).isEqualTo(1);
   }
 
-  @Test
-  void grpcErrorFailOpenContinuesWithQueuedDataUnmodified() throws Exception {
-    // Rewrites chunk 1, receives chunk 2 and 3 but fails the call when chunk 3 arrives.
-    ScriptedProcessor server = new ScriptedProcessor((req, s) -> {
+  /**
+   * Passes everything but the response body; answers its first chunk with {@code firstReply} and leaves
+   * the later chunks to {@code later}.
+   */
+  private static ScriptedProcessor firstResponseChunkThen(
+      Function<ProcessingRequest, ProcessingResponse> firstReply, ScriptedProcessor.Script later) {
+    return new ScriptedProcessor((req, s) -> {
       if (!req.hasResponseBody()) {
         s.reply(pass(req));
       } else if (!s.state.containsKey("first")) {
         s.state.put("first", true);
-        s.reply(replaceBody(req, "R1;"));
-      } else if (endOfStream(req)) {
+        s.reply(firstReply.apply(req));
+      } else {
+        later.onMessage(req, s);
+      }
+    });
+  }
+
+  @Test
+  void grpcErrorFailOpenContinuesWithQueuedDataUnmodified() throws Exception {
+    // Rewrites chunk 1, receives chunk 2 and 3 but fails the call when chunk 3 arrives.
+    ScriptedProcessor server = firstResponseChunkThen(req -> replaceBody(req, "R1;"), (req, s) -> {
+      if (endOfStream(req)) {
         s.fail(Status.UNAVAILABLE);
       }
     });
@@ -81,16 +96,7 @@ class FakeEnvoyFailureTest extends FakeEnvoyTestSupport {
   @Test
   void cleanCloseMidBodyContinuesUnprocessedAndLosesNothingQueued() throws Exception {
     // Answers chunk 1 by holding it back (empty reply), then closes OK when chunk 2 arrives.
-    ScriptedProcessor server = new ScriptedProcessor((req, s) -> {
-      if (!req.hasResponseBody()) {
-        s.reply(pass(req));
-      } else if (!s.state.containsKey("first")) {
-        s.state.put("first", true);
-        s.reply(ExtProcReplies.clearBody(req));
-      } else {
-        s.complete();
-      }
-    });
+    ScriptedProcessor server = firstResponseChunkThen(ExtProcReplies::clearBody, (req, s) -> s.complete());
     FakeEnvoy envoy = envoy(server, streamedResponse().build(), EnvoyProfile.V1_36);
 
     ExchangeResult r = envoy.execute(Exchange.post("/x", "{}")
@@ -167,8 +173,7 @@ class FakeEnvoyFailureTest extends FakeEnvoyTestSupport {
 
   @Test
   void downstreamResetFromTheHandle() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server, streamedResponse().build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(streamedResponse().build());
 
     ExchangeHandle h = envoy.start(Exchange.post("/x", "{}")
         .responseBody("c1;c2;").responseChunking(Chunking.fixed(3)).gateResponseBody().build());

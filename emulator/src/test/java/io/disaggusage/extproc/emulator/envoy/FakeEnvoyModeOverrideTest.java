@@ -14,7 +14,6 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.HeaderSendMode;
-import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Status;
@@ -35,10 +34,7 @@ class FakeEnvoyModeOverrideTest extends FakeEnvoyTestSupport {
   private static ScriptedProcessor streamingViaOverride(ProcessingMode override, boolean removeContentLength) {
     return new ScriptedProcessor((req, s) -> {
       if (req.hasResponseHeaders()) {
-        ProcessingResponse.Builder r = removeContentLength
-            ? ExtProcReplies.mutate(req, HeaderMutation.newBuilder().addRemoveHeaders("content-length").build()).toBuilder()
-            : pass(req).toBuilder();
-        s.reply(r.setModeOverride(override).build());
+        s.reply(ExtProcReplies.switchMode(req, override, removeContentLength));
       } else if (req.hasResponseBody()) {
         String t = bodyText(req);
         s.reply(replaceBody(req, t.isEmpty() ? "" : t.toUpperCase(Locale.ROOT) + "!"));

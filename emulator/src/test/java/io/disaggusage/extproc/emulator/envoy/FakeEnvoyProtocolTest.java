@@ -25,8 +25,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void headerMessagesCarryLowerCasePseudoHeadersRawValuesAndEndOfStream() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server, baseline().build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(baseline().build());
 
     ExchangeResult r = envoy.execute(Exchange.builder()
         .method("GET").path("/v1/models").authority("llm.local")
@@ -63,9 +62,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void protocolConfigCarriesEffectiveBodyModes() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.NONE, BodySendMode.STREAMED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.NONE, BodySendMode.STREAMED).build());
 
     ExchangeResult r = envoy.execute(Exchange.post("/v1/completions", "{}").responseBody("x").build());
 
@@ -169,9 +166,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void emptyFinalChunkIsSentWithEndOfStream() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.STREAMED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.STREAMED).build());
 
     ExchangeResult r = envoy.execute(Exchange.post("/v1/completions", "abcdef")
         .requestChunking(Chunking.fixed(3).withEmptyFinalChunk())
@@ -192,9 +187,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void noBodyMessagesWhenHeadersEndTheStream() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.BUFFERED).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.BUFFERED).build());
 
     ExchangeResult r = envoy.execute(Exchange.builder().method("GET").path("/health").responseStatus(204).build());
 
@@ -202,15 +195,24 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
     assertThat(r.clientResponse().status()).isEqualTo(204);
   }
 
-  @Test
-  void defaultProfileClosesAtStreamEndWithHalfCloseThenCancel() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server, baseline().build(), EnvoyProfile.V1_36);
+  /** A pass-through exchange whose response body is held back once its headers went out. */
+  private record BodyHeldBack(FakeEnvoy envoy, ExchangeHandle h, ScriptedProcessor.Stream stream) {}
 
+  private BodyHeldBack holdResponseBody(EnvoyProfile profile) throws Exception {
+    ScriptedProcessor server = ScriptedProcessor.passThrough();
+    FakeEnvoy envoy = envoy(server, baseline().build(), profile);
     ExchangeHandle h = envoy.start(Exchange.post("/v1/completions", "{}")
         .responseBody("body").gateResponseBody().build());
     h.awaitResponseHeadersForwarded();
-    ScriptedProcessor.Stream stream = server.stream(0);
+    return new BodyHeldBack(envoy, h, server.stream(0));
+  }
+
+  @Test
+  void defaultProfileClosesAtStreamEndWithHalfCloseThenCancel() throws Exception {
+    BodyHeldBack held = holdResponseBody(EnvoyProfile.V1_36);
+    FakeEnvoy envoy = held.envoy();
+    ExchangeHandle h = held.h();
+    ScriptedProcessor.Stream stream = held.stream();
     // Every reply so far handled: V1_37 would have closed the stream by now (see the next test).
     h.awaitRepliesHandled(h.messagesSentSoFar().size());
     assertThat(envoy.stats().streamsClosed()).isZero();
@@ -226,13 +228,9 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void v137ClosesRightAfterTheLastNeededReply() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server, baseline().build(), EnvoyProfile.V1_37);
-
-    ExchangeHandle h = envoy.start(Exchange.post("/v1/completions", "{}")
-        .responseBody("body").gateResponseBody().build());
-    h.awaitResponseHeadersForwarded();
-    ScriptedProcessor.Stream stream = server.stream(0);
+    BodyHeldBack held = holdResponseBody(EnvoyProfile.V1_37);
+    ExchangeHandle h = held.h();
+    ScriptedProcessor.Stream stream = held.stream();
 
     // closed although the response body has not been delivered yet
     assertThat(stream.cancelled.get(2, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.CANCELLED);
@@ -279,9 +277,7 @@ class FakeEnvoyProtocolTest extends FakeEnvoyTestSupport {
 
   @Test
   void requestBodyMessagesUseTheRequestOneofAndKeepOrder() throws Exception {
-    ScriptedProcessor server = ScriptedProcessor.passThrough();
-    FakeEnvoy envoy = envoy(server,
-        withModes(BodySendMode.STREAMED, BodySendMode.NONE).build(), EnvoyProfile.V1_36);
+    FakeEnvoy envoy = passThroughEnvoy(withModes(BodySendMode.STREAMED, BodySendMode.NONE).build());
 
     ExchangeResult r = envoy.execute(Exchange.post("/v1/completions", "0123456789")
         .requestChunking(Chunking.at(2, 7)).responseBody("r").build());

@@ -8,8 +8,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
-import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,10 +29,7 @@ class FakeEnvoyRequestRewriteTest extends FakeEnvoyTestSupport {
     StringBuilder held = new StringBuilder();
     return new ScriptedProcessor((req, s) -> {
       if (req.hasRequestHeaders()) {
-        ProcessingResponse.Builder r = removeContentLength
-            ? ExtProcReplies.mutate(req, HeaderMutation.newBuilder().addRemoveHeaders("content-length").build()).toBuilder()
-            : pass(req).toBuilder();
-        s.reply(r.setModeOverride(STREAM_REQUEST).build());
+        s.reply(ExtProcReplies.switchMode(req, STREAM_REQUEST, removeContentLength));
       } else if (req.hasRequestBody()) {
         String all = held + bodyText(req);
         held.setLength(0);

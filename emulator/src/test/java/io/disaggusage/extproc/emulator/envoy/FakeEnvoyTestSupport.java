@@ -39,6 +39,11 @@ abstract class FakeEnvoyTestSupport {
     return envoy;
   }
 
+  /** An Envoy (1.36) whose processor passes every message: for what Envoy sends, not what it is told. */
+  FakeEnvoy passThroughEnvoy(ExternalProcessor config) throws Exception {
+    return envoy(ScriptedProcessor.passThrough(), config, EnvoyProfile.V1_36);
+  }
+
   @AfterEach
   void closeAll() throws Exception {
     for (AutoCloseable c : closeables) {

@@ -116,11 +116,15 @@ class FakeEnvoyTimeoutTest extends FakeEnvoyTestSupport {
     });
   }
 
+  /** One exchange whose processor sends {@code overrides} overrides of {@code overrideMs}, then answers 250 ms on. */
+  private ExchangeResult overriding(long overrideMs, int overrides, ExternalProcessor config) throws Exception {
+    return envoy(extendsThenAnswers(overrideMs, 250, overrides), config, EnvoyProfile.V1_36)
+        .execute(Exchange.post("/x", "{}").build());
+  }
+
   @Test
   void acceptedOverrideExtendsTheTimerAndCountsAsNothingElse() throws Exception {
-    FakeEnvoy envoy = envoy(extendsThenAnswers(600, 250, 1), timeouts(100, 1000).build(), EnvoyProfile.V1_36);
-
-    ExchangeResult r = envoy.execute(Exchange.post("/x", "{}").build());
+    ExchangeResult r = overriding(600, 1, timeouts(100, 1000).build());
 
     assertThat(r.clientResponse().status()).isEqualTo(200);
     assertThat(r.stats().overrideMessageTimeoutReceived()).isEqualTo(1);
@@ -130,9 +134,7 @@ class FakeEnvoyTimeoutTest extends FakeEnvoyTestSupport {
 
   @Test
   void overrideAboveMaxIsIgnoredAndTheRequestTimesOut() throws Exception {
-    FakeEnvoy envoy = envoy(extendsThenAnswers(2000, 250, 1), timeouts(100, 1000).build(), EnvoyProfile.V1_36);
-
-    ExchangeResult r = envoy.execute(Exchange.post("/x", "{}").build());
+    ExchangeResult r = overriding(2000, 1, timeouts(100, 1000).build());
 
     assertThat(r.clientResponse().status()).isEqualTo(504);
     assertThat(r.stats().overrideMessageTimeoutIgnored()).isEqualTo(1);
@@ -140,10 +142,7 @@ class FakeEnvoyTimeoutTest extends FakeEnvoyTestSupport {
 
   @Test
   void overrideIsDisabledWhenMaxMessageTimeoutIsUnset() throws Exception {
-    FakeEnvoy envoy = envoy(extendsThenAnswers(500, 250, 1),
-        timeouts(100, 0).setFailureModeAllow(true).build(), EnvoyProfile.V1_36);
-
-    ExchangeResult r = envoy.execute(Exchange.post("/x", "{}").build());
+    ExchangeResult r = overriding(500, 1, timeouts(100, 0).setFailureModeAllow(true).build());
 
     assertThat(r.stats().overrideMessageTimeoutIgnored()).isEqualTo(1);
     assertThat(r.stats().messageTimeouts()).isEqualTo(1);
@@ -152,9 +151,7 @@ class FakeEnvoyTimeoutTest extends FakeEnvoyTestSupport {
 
   @Test
   void onlyOneOverridePerPendingMessage() throws Exception {
-    FakeEnvoy envoy = envoy(extendsThenAnswers(400, 250, 2), timeouts(100, 1000).build(), EnvoyProfile.V1_36);
-
-    ExchangeResult r = envoy.execute(Exchange.post("/x", "{}").build());
+    ExchangeResult r = overriding(400, 2, timeouts(100, 1000).build());
 
     assertThat(r.stats().overrideMessageTimeoutReceived()).isEqualTo(1);
     assertThat(r.stats().overrideMessageTimeoutIgnored()).isEqualTo(1);

@@ -50,8 +50,8 @@ class VllmWorkerTest extends WorkerPairTest {
         .matches("chatcmpl-" + REQUEST_ID + "-[0-9a-f]{8}");
     assertThat(params.has("remote_prefill_cached_tokens")).as("only releases with #54222").isFalse();
     long prompt = reply.path("usage").path("prompt_tokens").asLong();
-    long cached = reply.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong();
-    assertThat(cached).isEqualTo((prompt - 1) / 16 * 16);
+    long cached = cachedTokens(reply.path("usage"));
+    assertThat(cached).isEqualTo(ownCacheHit(prompt));
     assertThat(reply.path("usage").path("prompt_tokens_details").path("created_cache_tokens").asLong())
         .as("the full blocks the prefill newly cached").isEqualTo(prompt / 16 * 16 - cached);
   }
@@ -60,23 +60,23 @@ class VllmWorkerTest extends WorkerPairTest {
   void nixlBugReportsPromptMinusOneAndTheWholePromptVariantThePrompt() throws Exception {
     start(UsageVariant.BUG);
     JsonNode usage = decodeUsage(warmPrefill(), "\"max_tokens\":4");
-    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(usage.path("prompt_tokens").asLong() - 1);
+    assertThat(cachedTokens(usage)).isEqualTo(usage.path("prompt_tokens").asLong() - 1);
     start(UsageVariant.WHOLE_PROMPT_BUG);
     JsonNode whole = decodeUsage(warmPrefill(), "\"max_tokens\":4");
-    assertThat(whole.path("prompt_tokens_details").path("cached_tokens").asLong()).isEqualTo(whole.path("prompt_tokens").asLong());
+    assertThat(cachedTokens(whole)).isEqualTo(whole.path("prompt_tokens").asLong());
   }
 
   @Test
   void fixedDecodeReportsThePrefillsCountWhenTheProxyForwardsIt() throws Exception {
     start(UsageVariant.FIXED);
     JsonNode prefilled = warmPrefill();
-    long prefillCached = prefilled.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong();
+    long prefillCached = cachedTokens(prefilled.path("usage"));
     assertThat(prefilled.path("kv_transfer_params").path("remote_prefill_cached_tokens").asLong()).isEqualTo(prefillCached);
-    assertThat(decodeUsage(prefilled, "\"max_tokens\":4").path("prompt_tokens_details").path("cached_tokens").asLong())
+    assertThat(cachedTokens(decodeUsage(prefilled, "\"max_tokens\":4")))
         .isEqualTo(prefillCached);
     String rebuilt = chat(LONG_PROMPT, "\"max_tokens\":4,\"kv_transfer_params\":{\"do_remote_prefill\":true}");
     JsonNode dropped = json(post(decode, rebuilt).body()).path("usage");
-    assertThat(dropped.path("prompt_tokens_details").path("cached_tokens").asLong())
+    assertThat(cachedTokens(dropped))
         .as("a proxy that rebuilds the params drops the count: vLLM 0.32 counts the whole prompt")
         .isEqualTo(dropped.path("prompt_tokens").asLong());
   }
@@ -126,17 +126,13 @@ class VllmWorkerTest extends WorkerPairTest {
   void decodeServesARequestWithoutKvTransferParamsWholeOnItsOwnCache() throws Exception {
     start(UsageVariant.BUG);
     String plain = chat(LONG_PROMPT, "\"max_tokens\":4");
-    JsonNode first = json(post(decode, plain, "X-Request-Id", REQUEST_ID).body());
-    assertThat(first.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    JsonNode first = servedWhole(decode, plain, 4);
     long prompt = first.path("usage").path("prompt_tokens").asLong();
-    assertThat(first.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).as("nothing cached yet").isZero();
-    assertThat(first.path("usage").path("completion_tokens").asLong()).isEqualTo(4);
     List<JsonNode> repeat = events(post(decode, plain.replace("}]", "}],\"stream\":true,\"stream_options\":{\"include_usage\":true}")).body());
     JsonNode usage = repeat.get(repeat.size() - 1).path("usage");
-    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asLong())
-        .as("its own cache's hits, not the NIXL count").isEqualTo((prompt - 1) / 16 * 16);
-    assertThat(post(decode, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_prefill\":false}")).statusCode())
-        .as("a decode leg without the prefill's handoff is still refused").isEqualTo(400);
+    assertThat(cachedTokens(usage))
+        .as("its own cache's hits, not the NIXL count").isEqualTo(ownCacheHit(prompt));
+    assertRefused(decode, "do_remote_prefill", "a decode leg without the prefill's handoff is still refused");
   }
 
   /** SMG's connector-less vLLM mode: the prefill gets the client's body capped to one token, no transfer asked. */
@@ -144,17 +140,13 @@ class VllmWorkerTest extends WorkerPairTest {
   void prefillServesARequestWithoutKvTransferParamsWholeOnItsOwnCache() throws Exception {
     start(UsageVariant.BUG);
     String plain = chat(LONG_PROMPT, "\"max_tokens\":1,\"stream\":false");
-    JsonNode first = json(post(prefill, plain, "X-Request-Id", REQUEST_ID).body());
-    assertThat(first.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    JsonNode first = servedWhole(prefill, plain, 1);
     assertThat(first.path("kv_transfer_params").isNull()).as("no transfer asked, none offered").isTrue();
     long prompt = first.path("usage").path("prompt_tokens").asLong();
-    assertThat(first.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong()).isZero();
-    assertThat(first.path("usage").path("completion_tokens").asLong()).isEqualTo(1);
     JsonNode repeat = json(post(prefill, plain, "X-Request-Id", REQUEST_ID).body());
-    assertThat(repeat.path("usage").path("prompt_tokens_details").path("cached_tokens").asLong())
-        .as("its own cache's hits").isEqualTo((prompt - 1) / 16 * 16);
-    assertThat(post(prefill, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"do_remote_decode\":false}")).statusCode())
-        .as("a prefill leg that does not announce the remote decode is still refused").isEqualTo(400);
+    assertThat(cachedTokens(repeat.path("usage")))
+        .as("its own cache's hits").isEqualTo(ownCacheHit(prompt));
+    assertRefused(prefill, "do_remote_decode", "a prefill leg that does not announce the remote decode is still refused");
   }
 
   /** {@code /v1/completions}: the same legs, vLLM 0.32's text_completion members, ids {@code cmpl-…}. */
@@ -174,7 +166,7 @@ class VllmWorkerTest extends WorkerPairTest {
     assertThat(prompt).as("a begin marker and the prompt's words: no chat template")
         .isEqualTo(json(post(prefill, chat(LONG_PROMPT, PREFILL_PARAMS)).body()).path("usage").path("prompt_tokens").asLong() - 2);
     assertThat(prefilled.path("usage").path("prompt_tokens_details").toString())
-        .isEqualTo("{\"cached_tokens\":" + (prompt - 1) / 16 * 16 + ",\"created_cache_tokens\":null,\"multimodal_tokens\":null}");
+        .isEqualTo("{\"cached_tokens\":" + ownCacheHit(prompt) + ",\"created_cache_tokens\":null,\"multimodal_tokens\":null}");
     assertThat(prefilled.path("kv_transfer_params").path("remote_request_id").asText()).startsWith("cmpl-" + REQUEST_ID + "-");
 
     String decodeBody = completion(LONG_PROMPT, "\"max_tokens\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
@@ -187,6 +179,37 @@ class VllmWorkerTest extends WorkerPairTest {
     assertThat(usage.path("prompt_tokens_details").toString()).isEqualTo("{\"cached_tokens\":" + (prompt - 1) + "}");
     assertThat(usage.path("completion_tokens").asLong()).isEqualTo(3);
     assertThat(stream.get(3).path("system_fingerprint").isTextual()).isTrue();
+  }
+
+  /**
+   * The answer of {@code worker} to a first request without {@code kv_transfer_params}, checked to be
+   * served whole: its id from {@code X-Request-Id}, nothing cached yet, {@code maxTokens} produced.
+   */
+  private static JsonNode servedWhole(EngineWorker worker, String body, int maxTokens) throws Exception {
+    JsonNode answer = json(post(worker, body, "X-Request-Id", REQUEST_ID).body());
+    assertThat(answer.path("id").asText()).isEqualTo("chatcmpl-" + REQUEST_ID);
+    assertThat(cachedTokens(answer.path("usage"))).as("nothing cached yet").isZero();
+    assertThat(answer.path("usage").path("completion_tokens").asLong()).isEqualTo(maxTokens);
+    return answer;
+  }
+
+  /** Asserts {@code worker} refuses (400) a leg whose {@code kv_transfer_params} sets {@code flag} false. */
+  private static void assertRefused(EngineWorker worker, String flag, String why) throws Exception {
+    assertThat(post(worker, chat(LONG_PROMPT, "\"kv_transfer_params\":{\"" + flag + "\":false}")).statusCode())
+        .as(why).isEqualTo(400);
+  }
+
+  /** {@code usage.prompt_tokens_details.cached_tokens}, 0 when absent. */
+  private static long cachedTokens(JsonNode usage) {
+    return usage.path("prompt_tokens_details").path("cached_tokens").asLong();
+  }
+
+  /**
+   * What a worker's own prefix cache holds of a prompt of {@code prompt} tokens it has seen before: its
+   * full 16-token blocks, short of the last token, which is always computed.
+   */
+  private static long ownCacheHit(long prompt) {
+    return (prompt - 1) / 16 * 16;
   }
 
   private static List<String> fieldNames(JsonNode node) {
