@@ -21,10 +21,12 @@ final class OtelCollector extends ChildProcess {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final int httpPort = FreePorts.next();
+  private final Path config;
   private final Path received;
 
   private OtelCollector(String name) {
     super(name, Tools.logs().resolve(name + ".log"), Duration.ofSeconds(5));
+    this.config = Tools.logs().resolve(name + ".yaml");
     this.received = Tools.logs().resolve(name + ".otlp.jsonl");
   }
 
@@ -36,7 +38,6 @@ final class OtelCollector extends ChildProcess {
   }
 
   private void start() {
-    Path config = Tools.logs().resolve(name() + ".yaml");
     try {
       Files.deleteIfExists(received);
       Files.deleteIfExists(log());

@@ -53,11 +53,6 @@ final class EnvoyChild implements AutoCloseable {
         InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve("envoy-" + setup.key + ".log")));
   }
 
-  /** For {@link ProcessMeter}. */
-  long pid() {
-    return envoy.pid();
-  }
-
   int contextPort() {
     return topology.contextListener();
   }
@@ -95,6 +90,11 @@ final class EnvoyChild implements AutoCloseable {
       String stats = envoy.admin("/stats?filter=" + HEALTHY_STAT);
       return stats != null && stats.lines().anyMatch(line -> line.trim().equals(expected));
     });
+  }
+
+  /** Envoy's pid, whose CPU time and memory {@link ProcessMeter} reads. */
+  long pid() {
+    return envoy.pid();
   }
 
   @Override

@@ -21,10 +21,11 @@ public final class RedisServer implements AutoCloseable {
   /** The program, as messages name it; {@code scripts/install-test-tools} links Debian's into {@code .tools/bin}. */
   public static final String BINARY = "redis-server";
 
+  private final Path directory;
   private final RedisNode node;
 
   private RedisServer(int port, List<String> extraArgs) throws IOException {
-    Path directory = Files.createTempDirectory("redis-server-" + port + "-");
+    this.directory = Files.createTempDirectory("redis-server-" + port + "-");
     this.node = new RedisNode(BINARY + " on port " + port, port, directory, directory.resolve("redis.log"), extraArgs);
   }
 
@@ -122,7 +123,7 @@ public final class RedisServer implements AutoCloseable {
   @Override
   public void close() throws InterruptedException {
     stop();
-    try (Stream<Path> files = Files.walk(node.directory())) {
+    try (Stream<Path> files = Files.walk(directory)) {
       for (Path file : files.sorted(Comparator.reverseOrder()).toList()) {
         Files.deleteIfExists(file);
       }

@@ -6,12 +6,16 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
 
 /**
  * A program a test or a benchmark starts: its command with its output appended to a log, its pid (for
@@ -22,8 +26,8 @@ import java.util.function.BooleanSupplier;
  * closing it), so no child outlives its JVM (short of a SIGKILL to the JVM).
  */
 public class ChildProcess implements AutoCloseable {
-  /** How often {@link #await} asks: short, as fault tests time how long a recovery takes. */
-  private static final Duration POLL = Duration.ofMillis(10);
+  /** How often {@link #await} asks: often enough for a quick start, seldom enough not to slow a starting JVM down. */
+  private static final Duration POLL = Duration.ofMillis(20);
   private static final int LOG_END_LINES = 30;
   private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
 
@@ -41,9 +45,9 @@ public class ChildProcess implements AutoCloseable {
    * is appended; {@code grace}: how long {@link #close()} waits after SIGTERM before SIGKILL.
    */
   public ChildProcess(String name, Path log, Duration grace) {
-    this.name = name;
-    this.log = log;
-    this.grace = grace;
+    this.name = Objects.requireNonNull(name, "name");
+    this.log = Objects.requireNonNull(log, "log"); // every failure's message shows its end
+    this.grace = Objects.requireNonNull(grace, "grace");
   }
 
   /** Starts {@code command}, stdout and stderr appended to the log. */
@@ -80,10 +84,6 @@ public class ChildProcess implements AutoCloseable {
     }
   }
 
-  public final String name() {
-    return name;
-  }
-
   /** Where its stderr goes. */
   public final Path log() {
     return log;
@@ -94,6 +94,7 @@ public class ChildProcess implements AutoCloseable {
     return process;
   }
 
+  /** Its pid, for {@code ProcessMeter} and for telling a restarted process from the one before. */
   public final long pid() {
     return started().pid();
   }
@@ -101,6 +102,12 @@ public class ChildProcess implements AutoCloseable {
   public final boolean isAlive() {
     Process current = process;
     return current != null && current.isAlive();
+  }
+
+  /** Its name, as failure messages give it. */
+  @Override
+  public String toString() {
+    return name;
   }
 
   /**
@@ -142,15 +149,23 @@ public class ChildProcess implements AutoCloseable {
     }
   }
 
-  /** The last lines of the log, introduced by its path: what a failure's message shows. */
+  /**
+   * The last lines of the log, introduced by its path: what a failure's message shows. Read as a stream
+   * that keeps only those lines, as a debug-level log can run to many megabytes.
+   */
   public final String logEnd() {
-    try {
-      List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
-      return "its log " + log + " ends:\n"
-          + String.join("\n", lines.subList(Math.max(0, lines.size() - LOG_END_LINES), lines.size()));
-    } catch (IOException e) {
+    Deque<String> end = new ArrayDeque<>(LOG_END_LINES);
+    try (Stream<String> lines = Files.lines(log, StandardCharsets.UTF_8)) {
+      lines.forEachOrdered(line -> {
+        if (end.size() == LOG_END_LINES) {
+          end.removeFirst();
+        }
+        end.addLast(line);
+      });
+    } catch (IOException | UncheckedIOException e) {
       return "its log " + log + " is unreadable: " + e.getMessage();
     }
+    return "its log " + log + " ends:\n" + String.join("\n", end);
   }
 
   /** SIGKILL to it and to every process it started, and waits until it is gone: a crash. */

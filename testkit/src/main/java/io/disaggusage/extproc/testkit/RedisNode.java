@@ -100,11 +100,6 @@ public class RedisNode extends ChildProcess {
     return port;
   }
 
-  /** Its working directory. */
-  public final Path directory() {
-    return directory;
-  }
-
   /** {@code 127.0.0.1:port}, as nodes and the service's log lines name it. */
   public final String address() {
     return "127.0.0.1:" + port;
