@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.RealEnvoy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -120,7 +121,7 @@ class EgctlTranslateTest {
         .contains("\"failureModeAllow\":true").contains("\"allowModeOverride\":true");
     Path file = dir.resolve("bootstrap.json");
     Files.writeString(file, text);
-    EnvoyValidateMode.Verdict verdict = EnvoyValidateMode.run(EnvoyBinaries.locate(release), file);
+    RealEnvoy.Verdict verdict = RealEnvoy.validate(EnvoyBinaries.locate(release), file);
     assertThat(verdict.accepted()).as(verdict.output()).isTrue();
   }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.RealEnvoy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -140,7 +141,7 @@ class RealEnvoyValidateTest {
   @ParameterizedTest(name = "Envoy {0} refuses {1}, which says it needs a newer Envoy")
   @MethodSource("releasesAndConfigsTooNew")
   void anOlderEnvoyRefusesWhatSaysItNeedsANewerOne(String release, Config config) throws Exception {
-    EnvoyValidateMode.Verdict verdict = EnvoyValidateMode.run(EnvoyBinaries.locate(release), config.file(null));
+    RealEnvoy.Verdict verdict = RealEnvoy.validate(EnvoyBinaries.locate(release), config.file(null));
     assertThat(verdict.accepted()).as("Envoy %s on %s:%n%s", release, config, verdict.output()).isFalse();
   }
 
@@ -157,7 +158,7 @@ class RealEnvoyValidateTest {
   void envoyAcceptsTheConfiguration(String release, Config config, @TempDir Path workDir) throws Exception {
     Path envoy = EnvoyBinaries.locate(release);
     Path file = config.file(workDir);
-    EnvoyValidateMode.Verdict verdict = EnvoyValidateMode.run(envoy, file);
+    RealEnvoy.Verdict verdict = RealEnvoy.validate(envoy, file);
     String said = "Envoy " + release + " on " + config + ":\n" + verdict.output()
         + (config.assembled() != null ? "\nassembled bootstrap:\n" + Files.readString(file) : "");
     assertThat(verdict.accepted()).as(said).isTrue();
@@ -177,13 +178,13 @@ class RealEnvoyValidateTest {
     Path envoy = EnvoyBinaries.locate(release);
     ObjectNode typo = YamlDocuments.single(EnvoyBootstrapTest.FILE).deepCopy();
     ((ObjectNode) typo.at("/static_resources/clusters/0")).put("conect_timeout", "1s");
-    EnvoyValidateMode.Verdict rejected = EnvoyValidateMode.run(envoy, Config.assembled("typo", typo).file(workDir));
+    RealEnvoy.Verdict rejected = RealEnvoy.validate(envoy, Config.assembled("typo", typo).file(workDir));
     assertThat(rejected.accepted()).as(rejected.output()).isFalse();
     assertThat(rejected.output()).contains("conect_timeout");
 
     ObjectNode deprecated = YamlDocuments.single(EnvoyBootstrapTest.FILE).deepCopy();
     ((ObjectNode) deprecated.at("/static_resources/clusters/0")).putObject("http2_protocol_options");
-    EnvoyValidateMode.Verdict warned = EnvoyValidateMode.run(envoy, Config.assembled("deprecated", deprecated).file(workDir));
+    RealEnvoy.Verdict warned = RealEnvoy.validate(envoy, Config.assembled("deprecated", deprecated).file(workDir));
     assertThat(warned.accepted()).as(warned.output()).isTrue();
     assertThat(warned.complaints()).anySatisfy(l -> assertThat(l).contains("http2_protocol_options"));
   }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
@@ -157,14 +158,14 @@ class AiGatewayOrderTest {
     private final int port = FreePorts.next();
     private final int adminPort = FreePorts.next();
 
-    private AiGatewayProcess() {
-      super(Duration.ofSeconds(5));
+    private AiGatewayProcess(String name, Path log) {
+      super(name, log, Duration.ofSeconds(5));
     }
 
     static AiGatewayProcess started(String name) {
-      AiGatewayProcess aigw = new AiGatewayProcess();
       Path config = Tools.logs().resolve(name + ".aigw.yaml");
       Path log = Tools.logs().resolve(name + ".aigw.log");
+      AiGatewayProcess aigw = new AiGatewayProcess("AI Gateway's extproc " + name, log);
       try {
         Files.deleteIfExists(log);
         Files.writeString(config, String.join("\n",
@@ -180,15 +181,10 @@ class AiGatewayOrderTest {
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
-      aigw.process = Processes.start(List.of(binary.toString(), "-configPath", config.toString(),
+      aigw.launch(List.of(binary.toString(), "-configPath", config.toString(),
           "-extProcAddr", "127.0.0.1:" + aigw.port, "-adminPort", Integer.toString(aigw.adminPort)),
-          Map.of("DISABLE_PPROF", "1"), log, log);
-      Processes.await(name + " admin", Duration.ofSeconds(20), () -> {
-        if (!aigw.process.isAlive()) {
-          throw new AssertionError("AI Gateway's extproc exited with " + aigw.process.exitValue() + "; see " + log);
-        }
-        return Http.ok("http://127.0.0.1:" + aigw.adminPort + "/metrics");
-      });
+          Map.of("DISABLE_PPROF", "1"));
+      aigw.await("admin /metrics", Duration.ofSeconds(20), () -> Http.ok("http://127.0.0.1:" + aigw.adminPort + "/metrics"));
       return aigw;
     }
 

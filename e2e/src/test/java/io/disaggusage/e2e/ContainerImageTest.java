@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.e2e.ContainerImage.Entry;
 import io.disaggusage.e2e.VllmFlow.Outcome;
+import io.disaggusage.extproc.testkit.ChildProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -113,10 +114,11 @@ class ContainerImageTest {
     List<String> command = new ArrayList<>(image.launcher(rootfs));
     command.add("--version");
     // JAVA_TOOL_OPTIONS: how an operator adds JVM options to an image whose entrypoint is fixed
-    Process process = Processes.start(command, Map.of("JAVA_TOOL_OPTIONS", "-Xlog:class+load=info:stdout"), out, out);
-    assertThat(process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    ChildProcess entrypoint = new ChildProcess("the image's entrypoint --version", out, java.time.Duration.ofSeconds(5));
+    entrypoint.launch(command, Map.of("JAVA_TOOL_OPTIONS", "-Xlog:class+load=info:stdout"));
+    int exitCode = entrypoint.awaitExit(java.time.Duration.ofSeconds(60));
     String printed = Files.readString(out);
-    assertThat(process.exitValue()).as(printed.lines().filter(l -> !l.contains("class,load")).collect(Collectors.joining("\n")))
+    assertThat(exitCode).as(printed.lines().filter(l -> !l.contains("class,load")).collect(Collectors.joining("\n")))
         .isZero();
     String version = image.repoTags().get(0).substring(REPOSITORY.length() + 1);
     assertThat(printed).contains(version);

@@ -2,6 +2,7 @@ package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -47,7 +48,7 @@ final class EnvoyGatewayProcess extends ChildProcess {
   private final Path stdout;
 
   private EnvoyGatewayProcess(NetworkNamespace namespace, Path home) {
-    super(Duration.ofSeconds(15));
+    super("envoy-gateway", home.resolve("envoy-gateway.err"), Duration.ofSeconds(15));
     this.namespace = namespace;
     this.home = home;
     this.resources = home.resolve("resources");
@@ -71,15 +72,16 @@ final class EnvoyGatewayProcess extends ChildProcess {
       Files.writeString(config, eg.configuration());
       eg.apply(files);
       Path certgenLog = home.resolve("certgen.log");
-      Process certgen = Processes.start(List.of(Tools.envoyGateway().toString(), "certgen", "--local",
-          "--config-home", home.resolve("config").toString()), certgenLog, certgenLog);
-      if (certgen.waitFor() != 0) {
+      ChildProcess certgen = new ChildProcess("envoy-gateway certgen", certgenLog, Duration.ofSeconds(5));
+      certgen.launch(List.of(Tools.envoyGateway().toString(), "certgen", "--local",
+          "--config-home", home.resolve("config").toString()));
+      if (certgen.awaitExit(Duration.ofSeconds(60)) != 0) {
         throw new AssertionError("envoy-gateway certgen --local failed: " + Files.readString(certgenLog));
       }
-      eg.process = Processes.start(namespace.inside(List.of(Tools.envoyGateway().toString(), "server",
-          "--config-path", config.toString())), eg.stdout, home.resolve("envoy-gateway.err"));
-      Processes.await("Envoy Gateway's Envoy LIVE", Duration.ofSeconds(60), () -> {
-        if (!eg.process.isAlive()) {
+      eg.launch(namespace.inside(List.of(Tools.envoyGateway().toString(), "server",
+          "--config-path", config.toString())), Map.of(), eg.stdout);
+      eg.await("its Envoy LIVE", Duration.ofSeconds(60), () -> {
+        if (!eg.isAlive()) { // its own log and the Envoy's it started, interleaved
           throw new AssertionError("envoy-gateway exited: " + eg.tail());
         }
         return eg.adminAddress().map(a -> eg.admin("/ready").strip().equals("LIVE")).orElse(false);
@@ -88,10 +90,6 @@ final class EnvoyGatewayProcess extends ChildProcess {
     } catch (IOException e) {
       eg.close();
       throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      eg.close();
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
     } catch (RuntimeException | AssertionError e) {
       eg.close();
       throw e;
@@ -264,7 +262,7 @@ final class EnvoyGatewayProcess extends ChildProcess {
   String tail() {
     try {
       List<String> lines = Files.readAllLines(stdout, StandardCharsets.UTF_8);
-      String err = Files.readString(home.resolve("envoy-gateway.err"), StandardCharsets.UTF_8);
+      String err = Files.readString(log(), StandardCharsets.UTF_8);
       return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size())) + "\n" + err;
     } catch (IOException e) {
       return "(no log: " + e.getMessage() + ")";

@@ -1,6 +1,7 @@
 package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.RealEnvoy;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import java.io.IOException;
@@ -17,21 +18,19 @@ import java.util.Map;
 /**
  * A real Envoy release running the shipped bootstrap with a test's ports. Its access log (the shipped
  * stdout logger) lands in a file the test reads; its admin port answers {@code /stats} and
- * {@code /clusters}. Hot restart is disabled, so several Envoys can run side by side.
+ * {@code /clusters}. {@link RealEnvoy} starts it.
  */
 final class EnvoyProcess implements AutoCloseable {
   private final String release;
   private final Topology topology;
   private final Path accessLog;
-  private final Path log;
-  private final Process process;
+  private final RealEnvoy envoy;
 
-  private EnvoyProcess(String release, Topology topology, Path accessLog, Path log, Process process) {
+  private EnvoyProcess(String release, Topology topology, Path accessLog, RealEnvoy envoy) {
     this.release = release;
     this.topology = topology;
     this.accessLog = accessLog;
-    this.log = log;
-    this.process = process;
+    this.envoy = envoy;
   }
 
   /** Starts Envoy {@code release} on the shipped bootstrap and waits until its admin says LIVE. */
@@ -57,18 +56,13 @@ final class EnvoyProcess implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    List<String> command = new ArrayList<>(List.of(
-        Tools.envoy(release).toString(), "-c", config.toString(), "--disable-hot-restart",
+    // access-log lines within 20 ms of the exchange, and the ext_proc filter's own account in the log
+    List<String> flags = new ArrayList<>(List.of(
         "--file-flush-interval-msec", "20", "-l", "info", "--component-log-level", "ext_proc:debug"));
-    command.addAll(options);
-    EnvoyProcess envoy = new EnvoyProcess(release, topology, accessLog, log, Processes.start(command, accessLog, log));
-    Processes.await("Envoy " + release + " admin LIVE", Duration.ofSeconds(30), () -> {
-      if (!envoy.process.isAlive()) {
-        throw new AssertionError("Envoy " + release + " exited: " + envoy.tail());
-      }
-      return Http.ok(envoy.adminUrl("/ready"));
-    });
-    return envoy;
+    flags.addAll(options);
+    RealEnvoy envoy = RealEnvoy.start("Envoy " + release + " " + name, Tools.envoy(release), config,
+        topology.adminPort(), log, accessLog, flags);
+    return new EnvoyProcess(release, topology, accessLog, envoy);
   }
 
   String release() {
@@ -84,7 +78,7 @@ final class EnvoyProcess implements AutoCloseable {
   }
 
   String adminUrl(String path) {
-    return "http://127.0.0.1:" + topology.adminPort() + path;
+    return envoy.adminUrl(path);
   }
 
   /** Waits until every ext_proc endpoint passed its active health check. */
@@ -141,18 +135,8 @@ final class EnvoyProcess implements AutoCloseable {
     return accessLog().stream().filter(l -> l.cluster().equals(cluster)).toList();
   }
 
-  /** The last lines of Envoy's own log, for failure messages. */
-  String tail() {
-    try {
-      List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
-      return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
-    } catch (IOException e) {
-      return "(no log: " + e.getMessage() + ")";
-    }
-  }
-
   @Override
   public void close() {
-    Processes.stop(process, Duration.ofSeconds(5));
+    envoy.close();
   }
 }

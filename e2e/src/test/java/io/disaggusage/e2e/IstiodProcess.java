@@ -1,6 +1,7 @@
 package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import java.io.IOException;
@@ -30,7 +31,6 @@ final class IstiodProcess extends ChildProcess {
       "PILOT_ENABLE_METADATA_EXCHANGE", "false", "PILOT_ENABLE_ALPN_FILTER", "false");
   private static final Pattern REJECTS = Pattern.compile("(?m)^pilot_total_xds_rejects(?:\\{[^}]*\\})? ([0-9.eE+]+)$");
 
-  private final String name;
   private final Path configDir;
   private final Path staging;
   private final int xdsPort = FreePorts.next();
@@ -38,8 +38,7 @@ final class IstiodProcess extends ChildProcess {
   private final int monitoringPort = FreePorts.next();
 
   private IstiodProcess(String name, Path configDir, Path staging) {
-    super(Duration.ofSeconds(5));
-    this.name = name;
+    super(name, Tools.logs().resolve(name + ".log"), Duration.ofSeconds(5));
     this.configDir = configDir;
     this.staging = staging;
   }
@@ -66,14 +65,9 @@ final class IstiodProcess extends ChildProcess {
         "--grpcAddr", "127.0.0.1:" + istiod.xdsPort, "--secureGRPCAddr", "", "--httpsAddr", "",
         "--httpAddr", "127.0.0.1:" + istiod.debugPort, "--monitoringAddr", "127.0.0.1:" + istiod.monitoringPort,
         "--ctrlz_address", "127.0.0.1", "--ctrlz_port", Integer.toString(FreePorts.next()));
-    istiod.process = Processes.start(command, UPSTREAM_ENVOY, istiod.log(), istiod.log());
+    istiod.launch(command, UPSTREAM_ENVOY);
     try {
-      Processes.await(name + " discovery port", Duration.ofSeconds(60), () -> {
-        if (!istiod.process.isAlive()) {
-          throw new AssertionError(name + " exited with " + istiod.process.exitValue() + "; see " + istiod.log());
-        }
-        return FreePorts.accepts(istiod.xdsPort);
-      });
+      istiod.await("discovery port", Duration.ofSeconds(60), () -> FreePorts.accepts(istiod.xdsPort));
     } catch (RuntimeException | AssertionError e) {
       istiod.close();
       throw e;
@@ -83,10 +77,6 @@ final class IstiodProcess extends ChildProcess {
 
   int xdsPort() {
     return xdsPort;
-  }
-
-  Path log() {
-    return Tools.logs().resolve(name + ".log");
   }
 
   /** Writes (or replaces) one file of the watched folder whole: written aside, then moved in. */

@@ -2,6 +2,7 @@ package io.disaggusage.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -19,13 +20,13 @@ import java.util.List;
 final class OtelCollector extends ChildProcess {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  private final String name;
   private final int httpPort = FreePorts.next();
+  private final Path config;
   private final Path received;
 
   private OtelCollector(String name) {
-    super(Duration.ofSeconds(5));
-    this.name = name;
+    super(name, Tools.logs().resolve(name + ".log"), Duration.ofSeconds(5));
+    this.config = Tools.logs().resolve(name + ".yaml");
     this.received = Tools.logs().resolve(name + ".otlp.jsonl");
   }
 
@@ -37,11 +38,9 @@ final class OtelCollector extends ChildProcess {
   }
 
   private void start() {
-    Path config = Tools.logs().resolve(name + ".yaml");
-    Path log = Tools.logs().resolve(name + ".log");
     try {
       Files.deleteIfExists(received);
-      Files.deleteIfExists(log);
+      Files.deleteIfExists(log());
       // flush_interval: the exporter buffers and writes every second by default
       Files.writeString(config, String.join("\n",
           "receivers:",
@@ -62,13 +61,10 @@ final class OtelCollector extends ChildProcess {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    process = Processes.start(List.of(Tools.otelcol().toString(), "--config", config.toString()), log, log);
-    Processes.await(name + " ready", Duration.ofSeconds(20), () -> {
-      if (!process.isAlive()) {
-        throw new AssertionError(name + " exited with " + process.exitValue() + "; see " + log);
-      }
+    launch(List.of(Tools.otelcol().toString(), "--config", config.toString()));
+    await("'Everything is ready'", Duration.ofSeconds(20), () -> {
       try {
-        return Files.readString(log).contains("Everything is ready");
+        return Files.readString(log()).contains("Everything is ready");
       } catch (IOException e) {
         return false;
       }

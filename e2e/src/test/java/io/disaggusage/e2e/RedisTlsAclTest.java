@@ -91,7 +91,7 @@ class RedisTlsAclTest {
       long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
       while (System.nanoTime() < until) {
         for (ServiceProcess service : services) {
-          assertThat(service.process.isAlive()).as(service.log().getFileName() + " running").isTrue();
+          assertThat(service.isAlive()).as(service.log().getFileName() + " running").isTrue();
           assertThat(Http.status(service.adminUrl("/readyz"))).as(service.log().getFileName() + " /readyz").isEqualTo(503);
         }
         Processes.sleepMillis(100);
@@ -141,7 +141,7 @@ class RedisTlsAclTest {
         System.out.printf("at TRACE level, two services over TLS as the ACL user: %s%n", load);
         assertThat(load.count("1 healthy", VllmFlow.Outcome.CORRECTED)).as("flows corrected at TRACE level; " + load).isPositive();
       }
-      assertThat(printed.process.waitFor(30, TimeUnit.SECONDS)).as("--print-config exits").isTrue();
+      assertThat(printed.process().waitFor(30, TimeUnit.SECONDS)).as("--print-config exits").isTrue();
       assertThat(Files.readString(printed.log())).contains("redis_uri: \"rediss://***@" + redis.address() + "\"");
       Processes.await("the wrong password refused (WRONGPASS)", Duration.ofSeconds(30),
           () -> !storeLines(refused, "WRONGPASS").isEmpty());

@@ -14,7 +14,7 @@ final class Replicas {
   /** Remembers each replica's process, so {@link #assertNoneRestarted()} can tell a restart. */
   Replicas(Stack stack) {
     this.stack = stack;
-    this.pids = stack.services.stream().map(s -> s.process.pid()).toList();
+    this.pids = stack.services.stream().map(ServiceProcess::pid).toList();
   }
 
   /** Whether every replica's {@code /readyz} answers 200 now. */
@@ -34,8 +34,8 @@ final class Replicas {
   void assertNoneRestarted() {
     for (int i = 0; i < pids.size(); i++) {
       ServiceProcess service = stack.services.get(i);
-      assertThat(service.process.isAlive()).as("replica " + i + " alive").isTrue();
-      assertThat(service.process.pid()).as("replica " + i + " never restarted").isEqualTo(pids.get(i));
+      assertThat(service.isAlive()).as("replica " + i + " alive").isTrue();
+      assertThat(service.pid()).as("replica " + i + " never restarted").isEqualTo(pids.get(i));
     }
   }
 

@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,12 +17,10 @@ final class RouterProcess extends ChildProcess {
   /** Where the routers' Hugging Face client is sent: a loopback port nothing listens on (discard). */
   private static final java.util.Map<String, String> OFFLINE = java.util.Map.of("HF_ENDPOINT", "http://127.0.0.1:9");
 
-  private final String name;
   private final int port;
 
-  private RouterProcess(String name, int port) {
-    super(Duration.ofSeconds(5));
-    this.name = name;
+  private RouterProcess(String name, Path log, int port) {
+    super(name, log, Duration.ofSeconds(5));
     this.port = port;
   }
 
@@ -30,24 +29,19 @@ final class RouterProcess extends ChildProcess {
    * way ({@link RouterKind#registrations}), and waits until it is ready ({@link RouterKind#readinessPath}).
    */
   static RouterProcess start(String name, RouterKind kind, String prefillUrl, int bootstrapPort, String decodeUrl) {
-    RouterProcess router = new RouterProcess(name, FreePorts.next());
     Path log = Tools.logs().resolve(name + ".log");
+    RouterProcess router = new RouterProcess(name, log, FreePorts.next());
     try {
       Files.deleteIfExists(log);
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
     List<String> command = kind.command(router.port, FreePorts.next(), prefillUrl, bootstrapPort, decodeUrl);
-    router.process = Processes.start(command, OFFLINE, log, log);
+    router.launch(command, OFFLINE);
     try {
       List<String> registrations = kind.registrations(prefillUrl, bootstrapPort, decodeUrl);
       if (!registrations.isEmpty()) { // workers named through the router's API, once it listens
-        Processes.await(name + " /health", Duration.ofSeconds(60), () -> {
-          if (!router.process.isAlive()) {
-            throw new AssertionError(name + " exited with " + router.process.exitValue() + "; see " + log);
-          }
-          return Http.ok(router.url("/health"));
-        });
+        router.await("/health", Duration.ofSeconds(60), () -> Http.ok(router.url("/health")));
         for (String worker : registrations) {
           java.net.http.HttpResponse<String> answer = Http.postJson(router.url("/workers"), worker);
           if (answer == null || answer.statusCode() / 100 != 2) {
@@ -56,12 +50,7 @@ final class RouterProcess extends ChildProcess {
           }
         }
       }
-      Processes.await(name + " " + kind.readinessPath(), Duration.ofSeconds(60), () -> {
-        if (!router.process.isAlive()) {
-          throw new AssertionError(name + " exited with " + router.process.exitValue() + "; see " + log);
-        }
-        return Http.ok(router.url(kind.readinessPath()));
-      });
+      router.await(kind.readinessPath(), Duration.ofSeconds(60), () -> Http.ok(router.url(kind.readinessPath())));
     } catch (RuntimeException | AssertionError e) {
       router.close();
       throw e;

@@ -3,10 +3,10 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.logtext.LogText;
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,7 +33,6 @@ final class ServiceProcess extends ChildProcess {
 
   private static final Pattern VARIABLE = Pattern.compile("(DISAGG_USAGE_[A-Z0-9_]+|JAVA_TOOL_OPTIONS|JDK_JAVA_OPTIONS)=(.*)");
 
-  private final String name;
   private final List<String> launcher;
   private final int grpcPort;
   private final int adminPort;
@@ -42,8 +41,7 @@ final class ServiceProcess extends ChildProcess {
 
   private ServiceProcess(String name, List<String> launcher, int grpcPort, int adminPort, List<String> settings,
       Map<String, String> environment) {
-    super(Duration.ofSeconds(10));
-    this.name = name;
+    super(name, Tools.logs().resolve(name + ".log"), Duration.ofSeconds(10));
     this.launcher = List.copyOf(launcher);
     this.grpcPort = grpcPort;
     this.adminPort = adminPort;
@@ -103,27 +101,14 @@ final class ServiceProcess extends ChildProcess {
 
   /** Starts the process (again, after a kill) without waiting for it. */
   void start() {
-    if (process != null && process.isAlive()) {
-      throw new IllegalStateException(name + " is running");
-    }
     List<String> command = new ArrayList<>(launcher);
     command.addAll(List.of("--grpc-port", Integer.toString(grpcPort), "--admin-port", Integer.toString(adminPort)));
     command.addAll(settings);
-    process = Processes.start(command, environment, log(), log());
+    launch(command, environment);
   }
 
   void awaitReady(Duration timeout) {
-    Processes.await(name + " /readyz", timeout, () -> {
-      if (!process.isAlive()) {
-        throw new AssertionError(name + " exited with " + process.exitValue() + "; see " + log());
-      }
-      return Http.ok(adminUrl("/readyz"));
-    });
-  }
-
-  /** Where the process's stdout and stderr go. */
-  Path log() {
-    return Tools.logs().resolve(name + ".log");
+    await("/readyz", timeout, () -> Http.ok(adminUrl("/readyz")));
   }
 
   int grpcPort() {
@@ -142,7 +127,7 @@ final class ServiceProcess extends ChildProcess {
    */
   List<String> keys(String phase) {
     List<String> keys = new ArrayList<>();
-    try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(Tools.logs().resolve(name + ".log"))) {
+    try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(log())) {
       lines.map(SUMMARY::matcher).filter(java.util.regex.Matcher::find)
           .filter(m -> m.group(1).equals(phase) && !m.group(4).equals(WARMUP_MODEL)).forEach(m -> keys.add(m.group(3)));
     } catch (java.io.IOException e) {

@@ -54,22 +54,28 @@ final class TlsRedisProcess extends RedisProcess {
   }
 
   @Override
-  TlsRedisProcess start() {
+  public TlsRedisProcess start() {
     super.start();
     return this;
   }
 
   /** TLS on {@link #port()} with the CA's server certificate, the plain port off, no client certificate asked. */
   @Override
-  List<String> listenArguments() {
+  protected List<String> listenArguments() {
     return List.of("--port", "0", "--tls-port", Integer.toString(port()),
         "--tls-cert-file", ca.serverCertificate().toString(), "--tls-key-file", ca.serverKey().toString(),
         "--tls-ca-cert-file", ca.certificate().toString(), "--tls-auth-clients", "no");
   }
 
+  /** Whether it accepts connections: a PING in plain text would not reach a TLS-only port's Redis. */
+  @Override
+  protected boolean ready() {
+    return FreePorts.accepts(port());
+  }
+
   /** {@code rediss://disagg-usage:<password>@127.0.0.1:<port>}. */
   @Override
-  String uri() {
+  public String uri() {
     return uri(password);
   }
 

@@ -141,10 +141,6 @@ public final class Tools {
     return model;
   }
 
-  public static Path redisServer() {
-    return installed("redis-server", "redis-server");
-  }
-
   public static Path curl() {
     Path curl = Path.of("/usr/bin/curl");
     if (!Files.isExecutable(curl)) {

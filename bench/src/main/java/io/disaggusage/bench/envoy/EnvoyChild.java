@@ -2,6 +2,7 @@ package io.disaggusage.bench.envoy;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.testkit.InstalledTools;
+import io.disaggusage.extproc.testkit.RealEnvoy;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import io.disaggusage.extproc.testkit.ShippedEnvoyConfig;
@@ -20,7 +21,7 @@ import java.util.TreeMap;
  * otherwise (as many worker threads as cores, info log level); the shipped stdout access log is written
  * and discarded, so each request costs Envoy the formatting a user pays for.
  */
-final class EnvoyChild extends ChildProcess {
+final class EnvoyChild implements AutoCloseable {
   /** The release the benchmark runs: the newest one the project pins. */
   static final String RELEASE = "1.40.0";
   private static final String HEALTHY_STAT = "cluster.disagg_usage_extproc.membership_healthy";
@@ -29,12 +30,11 @@ final class EnvoyChild extends ChildProcess {
       List.of("message_timeouts", "failure_mode_allowed", "streams_failed", "spurious_msgs_received");
 
   private final Topology topology;
+  private final RealEnvoy envoy;
 
-  private EnvoyChild(Setup setup, Topology topology, Path config, Path dir) {
-    super("Envoy " + RELEASE + " " + setup.title(),
-        List.of(InstalledTools.envoy(RELEASE).toString(), "-c", config.toString(), "--disable-hot-restart"),
-        null, dir.resolve("envoy-" + setup.key + ".log"));
+  private EnvoyChild(Topology topology, RealEnvoy envoy) {
     this.topology = topology;
+    this.envoy = envoy;
   }
 
   /** Starts Envoy for {@code setup} and waits until its admin says it is ready. */
@@ -49,14 +49,8 @@ final class EnvoyChild extends ChildProcess {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    EnvoyChild envoy = new EnvoyChild(setup, topology, config, dir);
-    try {
-      envoy.await("admin /ready", Duration.ofSeconds(30), () -> get(topology.adminPort(), "/ready") != null);
-      return envoy;
-    } catch (RuntimeException e) {
-      envoy.close();
-      throw e;
-    }
+    return new EnvoyChild(topology, RealEnvoy.start("Envoy " + RELEASE + " " + setup.title(),
+        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve("envoy-" + setup.key + ".log")));
   }
 
   int contextPort() {
@@ -73,7 +67,7 @@ final class EnvoyChild extends ChildProcess {
    */
   Map<String, Long> extProcFailures() {
     Map<String, Long> sums = new TreeMap<>();
-    String stats = get(topology.adminPort(), "/stats?filter=ext_proc");
+    String stats = envoy.admin("/stats?filter=ext_proc");
     for (String line : stats == null ? new String[0] : stats.split("\n")) {
       int colon = line.lastIndexOf(": ");
       String counter = colon < 0 ? "" : line.substring(line.lastIndexOf('.', colon) + 1, colon);
@@ -92,9 +86,19 @@ final class EnvoyChild extends ChildProcess {
   /** Waits until Envoy's active health check has marked the ext_proc host healthy, or unhealthy. */
   void awaitExtProcHealth(boolean healthy, Duration timeout) {
     String expected = HEALTHY_STAT + ": " + (healthy ? 1 : 0);
-    await((healthy ? "healthy" : "unhealthy") + " ext_proc host", timeout, () -> {
-      String stats = get(topology.adminPort(), "/stats?filter=" + HEALTHY_STAT);
+    envoy.await((healthy ? "healthy" : "unhealthy") + " ext_proc host", timeout, () -> {
+      String stats = envoy.admin("/stats?filter=" + HEALTHY_STAT);
       return stats != null && stats.lines().anyMatch(line -> line.trim().equals(expected));
     });
+  }
+
+  /** Envoy's pid, whose CPU time and memory {@link ProcessMeter} reads. */
+  long pid() {
+    return envoy.pid();
+  }
+
+  @Override
+  public void close() {
+    envoy.close();
   }
 }

@@ -1,7 +1,9 @@
 package io.disaggusage.bench.envoy;
 
+import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
+import io.disaggusage.extproc.testkit.LoopbackGet;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,8 +19,8 @@ final class ExtProcChild extends ChildProcess {
   final int grpcPort;
   private final boolean service;
 
-  private ExtProcChild(String name, List<String> command, Path log, int grpcPort, boolean service) {
-    super(name, command, log, log);
+  private ExtProcChild(String name, Path log, int grpcPort, boolean service) {
+    super(name, log, Duration.ofSeconds(5));
     this.grpcPort = grpcPort;
     this.service = service;
   }
@@ -37,8 +39,8 @@ final class ExtProcChild extends ChildProcess {
     List<String> command = new ArrayList<>(InstalledTools.serviceCommand());
     command.addAll(List.of("--grpc-port", Integer.toString(grpc), "--admin-port", Integer.toString(admin)));
     command.addAll(ShippedBootstrap.SERVICE_SETTINGS);
-    ExtProcChild child = new ExtProcChild("the service", command, dir.resolve("service.log"), grpc, true);
-    return started(child, () -> get(admin, "/readyz") != null, "/readyz");
+    ExtProcChild child = new ExtProcChild("the service", dir.resolve("service.log"), grpc, true);
+    return started(child, command, () -> LoopbackGet.ok(admin, "/readyz"), "/readyz");
   }
 
   /** {@link NullProcessorServer} on this benchmark's class path, once it accepts connections. */
@@ -49,8 +51,8 @@ final class ExtProcChild extends ChildProcess {
   private static ExtProcChild nullProcessor(Path dir, int grpc) {
     List<String> command = List.of(java(), "-cp", System.getProperty("java.class.path"),
         NullProcessorServer.class.getName(), Integer.toString(grpc));
-    ExtProcChild child = new ExtProcChild("the null processor", command, dir.resolve("null-processor.log"), grpc, false);
-    return started(child, () -> FreePorts.accepts(grpc), "a listening port");
+    ExtProcChild child = new ExtProcChild("the null processor", dir.resolve("null-processor.log"), grpc, false);
+    return started(child, command, () -> FreePorts.accepts(grpc), "a listening port");
   }
 
   /**
@@ -58,11 +60,13 @@ final class ExtProcChild extends ChildProcess {
    * after {@link #close()}.
    */
   ExtProcChild startAgain() {
-    Path dir = log.getParent();
+    Path dir = log().getParent();
     return service ? service(dir, grpcPort) : nullProcessor(dir, grpcPort);
   }
 
-  private static ExtProcChild started(ExtProcChild child, java.util.function.BooleanSupplier ready, String what) {
+  private static ExtProcChild started(
+      ExtProcChild child, List<String> command, java.util.function.BooleanSupplier ready, String what) {
+    child.launch(command);
     try {
       child.await(what, Duration.ofSeconds(60), ready);
       return child;

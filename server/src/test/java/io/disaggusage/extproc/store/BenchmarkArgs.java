@@ -9,10 +9,10 @@ final class BenchmarkArgs {
     return args.length > index ? Integer.parseInt(args[index]) : otherwise;
   }
 
-  /** Exits with status 2, saying why, when no redis-server is on PATH. */
+  /** Exits with status 2, saying why, when redis-server is not installed in .tools/bin. */
   static void requireRedisServer() {
     if (!RedisServer.available()) {
-      System.err.println(RedisServer.BINARY + " is not on PATH; run scripts/install-test-tools or install redis-server");
+      System.err.println(RedisServer.BINARY + " is not installed in .tools/bin: run scripts/install-test-tools");
       System.exit(2);
     }
   }
