@@ -112,10 +112,22 @@ final class NetworkNamespace implements AutoCloseable {
     if (exec(List.of("ip", "netns", "list")).lines().anyMatch(line -> line.split(" ")[0].equals(name))) {
       exec(List.of("ip", "netns", "delete", name));
     }
-    if (!exec(List.of("ip", "-o", "link", "show")).contains(" " + hostLink() + "@")) {
+    if (!hostLinkExists()) {
       return;
     }
-    exec(List.of("ip", "link", "delete", hostLink()));
+    try {
+      exec(List.of("ip", "link", "delete", hostLink()));
+    } catch (RuntimeException | AssertionError e) {
+      // Deleting the namespace destroys its end of the veth pair, and the kernel then removes the host end
+      // on its own, a moment later: it may vanish between the check above and the delete.
+      if (hostLinkExists()) {
+        throw e;
+      }
+    }
+  }
+
+  private boolean hostLinkExists() {
+    return exec(List.of("ip", "-o", "link", "show")).contains(" " + hostLink() + "@");
   }
 
   @Override

@@ -9,33 +9,19 @@ import java.util.List;
  */
 enum RouterKind {
   /** vllm-project/router 0.1.17: sequential prefill then decode; merges usage itself. */
-  VLLM_ROUTER("vllm-router", "/readiness") {
+  VLLM_ROUTER("vllm-router", "/readiness", Tools::vllmRouter) {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
-      return List.of(
-          binary().toString(), "--vllm-pd-disaggregation", "--prefill", prefillUrl, "--decode", decodeUrl,
-          "--policy", "round_robin", "--host", "127.0.0.1", "--port", Integer.toString(port),
-          "--prometheus-host", "127.0.0.1", "--prometheus-port", Integer.toString(metricsPort));
-    }
-
-    @Override
-    Path binary() {
-      return Tools.vllmRouter();
+      return listening(List.of(binary().toString(), "--vllm-pd-disaggregation", "--prefill", prefillUrl, "--decode",
+          decodeUrl, "--policy", "round_robin"), port, metricsPort);
     }
   },
   /** sgl-model-gateway 0.3.2: prefill and decode in parallel with bootstrap fields; usage from the decode. */
-  SGLANG_ROUTER("sglang-router", "/readiness") {
+  SGLANG_ROUTER("sglang-router", "/readiness", Tools::sglangRouter) {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
-      return List.of(
-          binary().toString(), "--pd-disaggregation", "--prefill", prefillUrl, Integer.toString(bootstrapPort),
-          "--decode", decodeUrl, "--policy", "random", "--host", "127.0.0.1", "--port", Integer.toString(port),
-          "--prometheus-host", "127.0.0.1", "--prometheus-port", Integer.toString(metricsPort));
-    }
-
-    @Override
-    Path binary() {
-      return Tools.sglangRouter();
+      return listening(List.of(binary().toString(), "--pd-disaggregation", "--prefill", prefillUrl,
+          Integer.toString(bootstrapPort), "--decode", decodeUrl, "--policy", "random"), port, metricsPort);
     }
   },
   /**
@@ -44,7 +30,7 @@ enum RouterKind {
    * host), {@code bootstrap_port} and {@code bootstrap_room} (arrays of one per choice for {@code n > 1});
    * usage from the decode.
    */
-  SMG_SGLANG("smg", "/readiness") {
+  SMG_SGLANG("smg", "/readiness", Tools::smg) {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
       return smg(port, metricsPort, "--prefill", prefillUrl, Integer.toString(bootstrapPort), "--decode", decodeUrl,
@@ -56,7 +42,7 @@ enum RouterKind {
    * prefill gets the client's body capped to one token and the decode the client's body, neither with
    * {@code kv_transfer_params} (the legs share nothing; the decode prefills again).
    */
-  SMG_VLLM("smg-vllm", "/readiness") {
+  SMG_VLLM("smg-vllm", "/readiness", Tools::smg) {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
       return smg(port, metricsPort, "--prefill", prefillUrl, "--decode", decodeUrl);
@@ -67,12 +53,7 @@ enum RouterKind {
    * the prefill tagged {@code do_remote_decode: true}, the {@code kv_transfer_params} it returns relayed to the
    * decode verbatim; sequential.
    */
-  SMG_NIXL("smg-nixl", "/readiness") {
-    @Override
-    List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
-      return smg(port, metricsPort);
-    }
-
+  SMG_NIXL("smg-nixl", "/readiness", Tools::smg) {
     @Override
     List<String> registrations(String prefillUrl, int bootstrapPort, String decodeUrl) {
       return vllmWorkers("NixlConnector", prefillUrl, decodeUrl, "");
@@ -84,12 +65,7 @@ enum RouterKind {
    * {@code kv_engine_id} (without one registered for the prefill it sends neither leg any) and bootstrap
    * address; the prefill's own returned parameters are not relayed; sequential.
    */
-  SMG_MOONCAKE("smg-mooncake", "/readiness") {
-    @Override
-    List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
-      return smg(port, metricsPort);
-    }
-
+  SMG_MOONCAKE("smg-mooncake", "/readiness", Tools::smg) {
     @Override
     List<String> registrations(String prefillUrl, int bootstrapPort, String decodeUrl) {
       return vllmWorkers("MooncakeConnector", prefillUrl, decodeUrl, SMG_MOONCAKE_PREFILL_ENGINE);
@@ -101,7 +77,7 @@ enum RouterKind {
    * {@code localhost:--vllm-port}, so {@code decodeUrl} must name localhost; it has no prefill URL,
    * bootstrap port or metrics port.
    */
-  LLMD_PD_SIDECAR("pd-sidecar", "/health") {
+  LLMD_PD_SIDECAR("pd-sidecar", "/health", Tools::pdSidecar) {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
       java.net.URI decoder = java.net.URI.create(decodeUrl);
@@ -111,11 +87,6 @@ enum RouterKind {
       return List.of(binary().toString(), "--port=" + port, "--vllm-port=" + decoder.getPort(),
           "--kv-connector=nixlv2", "--secure-proxy=false");
     }
-
-    @Override
-    Path binary() {
-      return Tools.pdSidecar();
-    }
   };
 
   /** The {@code kv_engine_id} the SMG tests register their Mooncake prefill worker with. */
@@ -123,10 +94,12 @@ enum RouterKind {
 
   private final String label;
   private final String readinessPath;
+  private final java.util.function.Supplier<Path> binary;
 
-  RouterKind(String label, String readinessPath) {
+  RouterKind(String label, String readinessPath, java.util.function.Supplier<Path> binary) {
     this.label = label;
     this.readinessPath = readinessPath;
+    this.binary = binary;
   }
 
   String label() {
@@ -148,11 +121,13 @@ enum RouterKind {
    * also serves Prometheus metrics, on port 29000 unless told otherwise: two routers on one machine then
    * collide, so each gets a free one.
    */
-  abstract List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl);
+  List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
+    return smg(port, metricsPort); // SMG whose workers are registered through POST /workers (registrations)
+  }
 
-  /** SMG and its own wrapper; the other routers override this. */
+  /** The router's executable in {@code .tools/}. */
   Path binary() {
-    return Tools.smg();
+    return binary.get();
   }
 
   /**
@@ -170,9 +145,20 @@ enum RouterKind {
   private static List<String> smg(int port, int metricsPort, String... options) {
     List<String> command = new java.util.ArrayList<>(List.of(Tools.smg().toString(), "launch", "--pd-disaggregation"));
     command.addAll(List.of(options));
-    command.addAll(List.of("--host", "127.0.0.1", "--port", Integer.toString(port), "--prometheus-host", "127.0.0.1",
-        "--prometheus-port", Integer.toString(metricsPort), "--shutdown-grace-period-secs", "0"));
+    command = listening(command, port, metricsPort);
+    command.addAll(List.of("--shutdown-grace-period-secs", "0"));
     return command;
+  }
+
+  /**
+   * {@code command} with the listening options the three Rust routers (vllm-router, sglang-router, SMG) share:
+   * loopback, {@code port}, and their Prometheus endpoint on {@code metricsPort}.
+   */
+  private static List<String> listening(List<String> command, int port, int metricsPort) {
+    List<String> all = new java.util.ArrayList<>(command);
+    all.addAll(List.of("--host", "127.0.0.1", "--port", Integer.toString(port), "--prometheus-host", "127.0.0.1",
+        "--prometheus-port", Integer.toString(metricsPort)));
+    return all;
   }
 
   /** SMG's registrations of a vLLM prefill and decode worker with {@code connector}; the prefill's engine id if any. */

@@ -56,23 +56,17 @@ class TrtLlmOrchestratorTest {
   @ParameterizedTest(name = "Envoy {0}: context-first, no ctx_usage (before #14177), buggy generation worker")
   @MethodSource("io.disaggusage.e2e.Tools#releases")
   void contextFirstClientsReadTheContextWorkersCachedCount(String release) throws Exception {
-    TrtLlmStack stack = stack(release, UsageVariant.BUG);
-    TrtLlmOrchestrator orchestrator = orchestrator(stack, release, TrtLlmRelease.beforeCtxUsage(ScheduleStyle.CONTEXT_FIRST));
-    for (ChatClient client : ChatClient.values()) {
-      exchange(stack, orchestrator, client, PROMPT_TOKENS);
+    buggyReleaseFlows(release, ScheduleStyle.CONTEXT_FIRST, (stack, line) -> {
       JsonNode sent = lastBody(stack.generation);
       assertThat(sent.path("prompt_token_ids")).as("context-first hands over the context's token ids").hasSize(PROMPT_TOKENS);
       assertThat(sent.path("disaggregated_params").has("ctx_usage")).isFalse();
-    }
+    });
   }
 
   @ParameterizedTest(name = "Envoy {0}: generation-first, the service waits for the context usage")
   @MethodSource("io.disaggusage.e2e.Tools#releases")
   void generationFirstClientsReadTheContextWorkersCachedCount(String release) throws Exception {
-    TrtLlmStack stack = stack(release, UsageVariant.BUG);
-    TrtLlmOrchestrator orchestrator = orchestrator(stack, release, TrtLlmRelease.beforeCtxUsage(ScheduleStyle.GENERATION_FIRST));
-    for (ChatClient client : ChatClient.values()) {
-      AccessLogLine line = exchange(stack, orchestrator, client, PROMPT_TOKENS);
+    buggyReleaseFlows(release, ScheduleStyle.GENERATION_FIRST, (stack, line) -> {
       assertThat(durationMillis(line)).as("the generation answer was held until the context usage came, " + line)
           .isGreaterThanOrEqualTo(PREFILL_DELAY.toMillis());
       JsonNode params = lastBody(stack.generation).path("disaggregated_params");
@@ -81,6 +75,23 @@ class TrtLlmOrchestratorTest {
       assertThat(params.path("ctx_request_id").asLong()).isEqualTo(id);
       assertThat(params.path("schedule_style").asInt()).isEqualTo(1);
       assertThat(lastBody(stack.generation).has("prompt_token_ids")).as("no context response to take ids from").isFalse();
+    });
+  }
+
+  /** What a test checks after each client's exchange, besides what every exchange gets. */
+  private interface AfterExchange {
+    void check(TrtLlmStack stack, AccessLogLine line) throws Exception;
+  }
+
+  /**
+   * Every chat client through a release before ctx_usage (#14177) scheduled {@code style}, its generation
+   * worker reporting the whole prompt cached (the bug), then {@code after}.
+   */
+  private static void buggyReleaseFlows(String release, ScheduleStyle style, AfterExchange after) throws Exception {
+    TrtLlmStack stack = stack(release, UsageVariant.BUG);
+    TrtLlmOrchestrator orchestrator = orchestrator(stack, release, TrtLlmRelease.beforeCtxUsage(style));
+    for (ChatClient client : ChatClient.values()) {
+      after.check(stack, exchange(stack, orchestrator, client, PROMPT_TOKENS));
     }
   }
 
