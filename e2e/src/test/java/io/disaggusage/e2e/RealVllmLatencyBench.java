@@ -2,6 +2,8 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.Orchestrator.Answer;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.ShippedBootstrap;
@@ -25,7 +27,11 @@ import org.junit.jupiter.api.Test;
  * hit, the same mix for both), so drift on the machine falls on both alike. It prints, from this run, each
  * setup's client-observed latency of the whole P/D request (median, p90, p99) and what (b) adds at the
  * median, both as the difference of the medians and as the median of the paired differences (each (b)
- * request against the (a) request next to it).
+ * request against the (a) request next to it), and how long Envoy itself recorded waiting for the service
+ * in (b): its ext_proc call latencies ({@code %FILTER_STATE(envoy.filters.http.ext_proc:FIELD:…)%} in the
+ * access log), summed over both legs. On this machine the engines run on the same CPUs as the service, so
+ * the end-to-end difference also holds what the service's CPU time cost the engines; Envoy's own figure is
+ * the service's share of the request.
  *
  * <p>Run: {@code mvn -o -pl e2e -am verify -Dtest=RealVllmLatencyBench -Dsurefire.failIfNoSpecifiedTests=false};
  * {@code -Dbench.requests=N} per setup (default 200). The table is in
@@ -68,7 +74,9 @@ class RealVllmLatencyBench {
         }
       }
       long corrected = service.exchanges("generation", "rewritten") - rewrittenBefore;
-      System.out.print(table(release, a, b, corrected));
+      Processes.await("the filtered Envoy's access log", Duration.ofSeconds(5),
+          () -> filtered.accessLog("generation").size() >= WARMUP + REQUESTS);
+      System.out.print(table(release, a, b, extProcWaits(filtered, REQUESTS), corrected));
       assertThat(corrected).as("every request through the service had its usage corrected").isEqualTo(REQUESTS);
     } finally {
       RouterDeployment.closeAll(started);
@@ -79,8 +87,52 @@ class RealVllmLatencyBench {
   private static EnvoyProcess envoy(String name, String release, RealVllmPair pair, ServiceProcess service, boolean extProc) {
     Topology topology = new Topology(FreePorts.next(), FreePorts.next(), FreePorts.next(),
         List.of(pair.prefill.port()), List.of(pair.decode.port()), List.of(service.grpcPort()));
-    var bootstrap = ShippedBootstrap.rewrite(Tools.shippedBootstrap(), topology);
-    return EnvoyProcess.start(name, release, extProc ? bootstrap : ShippedBootstrap.withoutExtProc(bootstrap), topology);
+    ObjectNode bootstrap = ShippedBootstrap.rewrite(Tools.shippedBootstrap(), topology);
+    if (!extProc) {
+      return EnvoyProcess.start(name, release, ShippedBootstrap.withoutExtProc(bootstrap), topology);
+    }
+    for (JsonNode listener : bootstrap.at("/static_resources/listeners")) {
+      ObjectNode format = (ObjectNode) listener.at("/filter_chains/0/filters/0/typed_config/access_log/0/typed_config/log_format/text_format_source");
+      String line = format.path("inline_string").asText();
+      format.put("inline_string", line.substring(0, line.length() - 1) + EXT_PROC_WAIT_FIELDS + "\n");
+    }
+    return EnvoyProcess.start(name, release, bootstrap, topology);
+  }
+
+  /**
+   * Envoy's own record of how long each of its ext_proc calls waited for the service's reply
+   * ({@code ExtProcLoggingInfo}, one access-log field each): the service's share of a leg, apart from what
+   * the engine took.
+   */
+  private static final List<String> EXT_PROC_WAITS = List.of(
+      "request_header_latency_us", "request_body_total_latency_us", "response_header_latency_us",
+      "response_body_total_latency_us");
+  private static final String EXT_PROC_WAIT_FIELDS = EXT_PROC_WAITS.stream()
+      .map(f -> " xp_" + f + "=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:" + f + ")%")
+      .collect(java.util.stream.Collectors.joining());
+
+  /**
+   * What Envoy waited for the service in each of the last {@code requests} P/D requests: the sum of its
+   * ext_proc call latencies over both legs (context and generation lines in order), in nanoseconds.
+   */
+  private static long[] extProcWaits(EnvoyProcess envoy, int requests) {
+    List<AccessLogLine> context = envoy.accessLog("context");
+    List<AccessLogLine> generation = envoy.accessLog("generation");
+    long[] waits = new long[requests];
+    for (int i = 0; i < requests; i++) {
+      waits[i] = 1000 * (micros(context.get(context.size() - requests + i)) + micros(generation.get(generation.size() - requests + i)));
+    }
+    return waits;
+  }
+
+  private static long micros(AccessLogLine line) {
+    long sum = 0;
+    for (String field : EXT_PROC_WAITS) {
+      String value = line.field("xp_" + field);
+      assertThat(value).as("Envoy recorded %s: %s", field, line).matches("\\d+");
+      sum += Long.parseLong(value);
+    }
+    return sum;
   }
 
   /** One P/D request with a fresh prompt; its latency in nanoseconds at the client. */
@@ -93,7 +145,7 @@ class RealVllmLatencyBench {
     return nanos;
   }
 
-  private static String table(String release, long[] a, long[] b, long corrected) {
+  private static String table(String release, long[] a, long[] b, long[] waits, long corrected) {
     long[] paired = new long[a.length];
     for (int i = 0; i < a.length; i++) {
       paired[i] = b[i] - a[i];
@@ -107,11 +159,17 @@ class RealVllmLatencyBench {
             + "| (a) Envoy alone | %s | %s | %s |%n"
             + "| (b) Envoy + this service | %s | %s | %s |%n%n"
             + "(b) adds at the median: %s (difference of the medians), %s (median of the paired differences);"
-            + " corrected by the service: %d of %d%n",
+            + " corrected by the service: %d of %d%n"
+            + "Of (b), what Envoy itself recorded waiting for the service per P/D request (its ext_proc call"
+            + " latencies, both legs, every call): p50 %s, p90 %s, p99 %s. The rest of the difference is the"
+            + " machine: the service's process takes CPU the two engine processes on the same %d cores would"
+            + " otherwise have had.%n",
         release, a.length, MAX_TOKENS,
         ms(percentile(sa, 50)), ms(percentile(sa, 90)), ms(percentile(sa, 99)),
         ms(percentile(sb, 50)), ms(percentile(sb, 90)), ms(percentile(sb, 99)),
-        ms(percentile(sb, 50) - percentile(sa, 50)), ms(percentile(sorted(paired), 50)), corrected, b.length);
+        ms(percentile(sb, 50) - percentile(sa, 50)), ms(percentile(sorted(paired), 50)), corrected, b.length,
+        ms(percentile(sorted(waits), 50)), ms(percentile(sorted(waits), 90)), ms(percentile(sorted(waits), 99)),
+        Runtime.getRuntime().availableProcessors());
   }
 
   private static long[] sorted(long[] values) {
