@@ -121,6 +121,12 @@ class ContextWriteRaceScenarioTest {
       assertThat(h.awaitResult().clientResponse().reset()).isTrue();
       assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.STORED)).as("before the write landed").isZero();
       assertThat(store.release()).as("writes held").isEqualTo(1);
+      // The landed write is counted on the stream's side once its completion reaches it, which may be a
+      // moment after release() returns.
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+      while (s.metrics.exchangeCount(Phase.CONTEXT, Outcome.STORED) == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
       assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.STORED)).isEqualTo(1);
       assertThat(s.metrics.exchangeCount(Phase.CONTEXT, Outcome.ENVOY_GAVE_UP))
           .as("the client left before Envoy's timer ran out (FaultInjectionTest: after it)")
