@@ -16,10 +16,21 @@ final class ReleasedSlices {
   private int size;
 
   void add(byte[] bytes, int from, int length) {
-    if (length > 0) {
-      slices.add(new Slice(bytes, from, length));
-      size += length;
+    if (length <= 0) {
+      return;
     }
+    size += length;
+    int last = slices.size() - 1;
+    if (last >= 0) {
+      Slice previous = slices.get(last);
+      if (previous.bytes() == bytes && previous.from() + previous.length() == from) {
+        // The next event of the same chunk: one slice for the run, so a chunk released event by
+        // event is joined with one copy per run, not one per event (or with none when it is whole).
+        slices.set(last, new Slice(bytes, previous.from(), previous.length() + length));
+        return;
+      }
+    }
+    slices.add(new Slice(bytes, from, length));
   }
 
   /** Everything released, in order; empty when nothing is. */
