@@ -6,12 +6,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.Orchestrator.Answer;
 import io.disaggusage.e2e.RecordingHop.Exchange;
+import io.disaggusage.extproc.testkit.RealVllm;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -36,13 +36,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class RealVllmTest {
   /** The newest pinned Envoy release: the real engine runs behind one, to keep the suite's time small. */
   static final String RELEASE = Tools.envoyReleases().get(0);
-  /**
-   * About 300 tokens with the tiny model's tokenizer: more than two 128-token KV blocks, so a repeat of a
-   * prompt hits the prefill's prefix cache for 256 tokens.
-   */
-  static final String PASSAGE = String.join(" ", java.util.Collections.nCopies(9,
-      "The river runs past the old house where the children play every day, and the mountain above it is white in winter."));
-
   private static RealVllmStack stack;
   private static ProxyOrchestrator toyProxy;
   private static ProxyOrchestrator droppingProxy;
@@ -130,7 +123,7 @@ class RealVllmTest {
 
   /** A prompt no earlier request of this run shares a KV block with: its first words are its own. */
   static String freshPrompt() {
-    return "Request " + UUID.randomUUID() + ". " + PASSAGE;
+    return RealVllm.freshPrompt();
   }
 
   @ParameterizedTest(name = "toy proxy, hand-off {0}: {1}, a fresh prompt and the same prompt again (prefix hit)")
@@ -147,10 +140,10 @@ class RealVllmTest {
     Flow fresh = Flow.through(proxy, shape, body, outcome);
     Flow repeat = Flow.through(proxy, shape, body, outcome);
 
-    assertThat(RealVllmPair.logLines(stack.pair.decode, "NIXL compatibility check passed"))
+    assertThat(stack.pair.decode.logLines("NIXL compatibility check passed"))
         .as("the decode pulled the prefill's KV over NIXL").isNotEmpty();
-    for (RealVllmPair.Server server : List.of(stack.pair.prefill, stack.pair.decode)) {
-      assertThat(RealVllmPair.logLines(server, "nixl_idle_delay: NIXL agent progress-thread delay 1000 us"))
+    for (RealVllm.Server server : List.of(stack.pair.prefill, stack.pair.decode)) {
+      assertThat(server.logLines("nixl_idle_delay: NIXL agent progress-thread delay 1000 us"))
           .as("the installer's idle-delay hook ran in the " + server.role() + " worker").isNotEmpty();
     }
     assertThat(fresh.contextCached()).as("a fresh prompt: nothing cached on the prefill").isZero();

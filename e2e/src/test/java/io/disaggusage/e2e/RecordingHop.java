@@ -1,6 +1,7 @@
 package io.disaggusage.e2e;
 
 import com.sun.net.httpserver.HttpExchange;
+import io.disaggusage.extproc.testkit.LoopbackServer;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

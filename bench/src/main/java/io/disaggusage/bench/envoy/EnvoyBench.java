@@ -2,6 +2,7 @@ package io.disaggusage.bench.envoy;
 
 import io.disaggusage.bench.BenchHost;
 import io.disaggusage.extproc.testkit.InstalledTools;
+import io.disaggusage.extproc.testkit.RealVllm;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -28,9 +29,12 @@ import java.util.function.Consumer;
  * <pre>
  *   java -jar bench/target/disagg-usage-bench.jar envoy            # the full run, about 12 minutes on 2 cores
  *   java -jar bench/target/disagg-usage-bench.jar envoy --quick    # under a minute: does everything work
+ *   java -jar bench/target/disagg-usage-bench.jar envoy --only-real-engine   # only the real vLLM row
  * </pre>
- * Options: {@link EnvoyBenchOptions}. Exit status 0, 1 when a flow had a problem (listed on stderr and in
- * the table), 2 when Envoy or the jar is missing or an option is wrong.
+ * At the end (unless {@code --real-engine off} or {@code --quick}) the row with the real vLLM pair,
+ * {@link RealEngineRow}. Options: {@link EnvoyBenchOptions}. Exit status 0, 1 when a flow had a problem
+ * (listed on stderr and in the table) or the real-engine row failed to correct a request, 2 when Envoy,
+ * vLLM or the jar is missing or an option is wrong.
  */
 public final class EnvoyBench {
   /** One delay and concurrency: the best run of each setup. */
@@ -70,14 +74,36 @@ public final class EnvoyBench {
       return;
     }
     try {
-      Result result = run(options, System.err::println);
-      System.out.print(EnvoyBenchReport.render(result));
-      System.out.flush();
-      System.exit(result.problemCount() == 0 ? 0 : 1);
+      BenchHost.locateProjectRoot();
+      if (options.realEngine()) {
+        // before a 12-minute run, not after it: the real vLLM engine and its model are installed
+        RealVllm.requireInstalled();
+      }
+      int status = 0;
+      if (!options.onlyRealEngine()) {
+        Result result = run(options, System.err::println);
+        System.out.print(EnvoyBenchReport.render(result));
+        System.out.flush();
+        status = result.problemCount() == 0 ? 0 : 1;
+      }
+      if (options.realEngine()) {
+        RealEngineRow.Result row = RealEngineRow.run(options, options.onlyRealEngine() ? logs() : logsFolder(), System.err::println);
+        System.out.print(row.table());
+        System.out.flush();
+        if (row.problems() > 0) {
+          System.err.println("real-engine row: " + row.problems() + " measured requests through the service were not corrected");
+          status = 1;
+        }
+      }
+      System.exit(status);
     } catch (AssertionError missing) {
-      // InstalledTools: no Envoy (run scripts/install-test-tools) or no jar (build it)
+      // InstalledTools: no Envoy or vLLM (run scripts/install-test-tools) or no jar (build it)
       System.err.println(missing.getMessage());
       System.exit(2);
+    } catch (RuntimeException failed) {
+      // a child that did not start, a request that failed: stop here, with the cause, whatever threads are left
+      failed.printStackTrace();
+      System.exit(1);
     }
   }
 
@@ -184,16 +210,22 @@ public final class EnvoyBench {
    * The children's logs and Envoy's bootstraps: {@code bench/target/envoy-bench-logs}, emptied first, so the
    * last run's stay for a post-mortem and nothing piles up.
    */
-  private static Path logs() throws java.io.IOException {
-    Path dir = InstalledTools.root().resolve("bench/target/envoy-bench-logs");
+  static Path logs() throws java.io.IOException {
+    Path dir = logsFolder();
     if (Files.isDirectory(dir)) {
-      try (var old = Files.list(dir)) {
-        for (Path f : old.toList()) {
-          Files.delete(f);
+      try (var old = Files.walk(dir)) {
+        for (Path f : old.sorted(java.util.Comparator.reverseOrder()).toList()) {
+          if (!f.equals(dir)) {
+            Files.delete(f);
+          }
         }
       }
     }
     return Files.createDirectories(dir);
+  }
+
+  private static Path logsFolder() {
+    return InstalledTools.root().resolve("bench/target/envoy-bench-logs");
   }
 
   private static void collect(Map<String, Long> found, String run, Map<String, Long> into, Consumer<String> log) {

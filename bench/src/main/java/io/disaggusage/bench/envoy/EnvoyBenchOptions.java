@@ -17,49 +17,69 @@ import java.util.Locale;
  *   --events 300         content events per generation response
  *   --rounds 2           runs per setup and cell, the order of the setups reversed every other round
  *   --soak 600s          then the service alone at 64 flows for this long, its resident memory sampled (0: none)
+ *   --real-engine on     then the row with the real vLLM pair ({@link RealEngineRow}; --quick: off)
+ *   --real-engine-requests 200   measured P/D requests per setup, as is and again with CPU keepers
+ *   --real-engine-warmup 1000    warm-up turns (one request per setup each) before the first measurement
+ *   --only-real-engine   only that row: none of the runs above
  * </pre>
  */
 record EnvoyBenchOptions(
     boolean quick, List<Duration> delays, int[] concurrency, Duration duration, Duration warmup, int events, int rounds,
-    Duration soak) {
-
-  static EnvoyBenchOptions defaults() {
-    return new EnvoyBenchOptions(false, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {16, 64, 256},
-        Duration.ofSeconds(10), Duration.ofSeconds(2), 300, 2, Duration.ZERO);
-  }
-
-  static EnvoyBenchOptions quickRun() {
-    return new EnvoyBenchOptions(true, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {8},
-        Duration.ofSeconds(1), Duration.ofMillis(500), 50, 1, Duration.ZERO);
-  }
+    Duration soak, boolean realEngine, boolean onlyRealEngine, int realEngineRequests, int realEngineWarmup) {
 
   /** The options; {@code --quick} first sets the tiny run, the others then override either. */
   static EnvoyBenchOptions parse(String... args) {
-    EnvoyBenchOptions o = Arrays.asList(args).contains("--quick") ? quickRun() : defaults();
+    boolean quick = Arrays.asList(args).contains("--quick");
+    List<Duration> delays = List.of(Duration.ZERO, Duration.ofMillis(20));
+    int[] concurrency = quick ? new int[] {8} : new int[] {16, 64, 256};
+    Duration duration = quick ? Duration.ofSeconds(1) : Duration.ofSeconds(10);
+    Duration warmup = quick ? Duration.ofMillis(500) : Duration.ofSeconds(2);
+    int events = quick ? 50 : 300;
+    int rounds = quick ? 1 : 2;
+    Duration soak = Duration.ZERO;
+    boolean realEngine = !quick;
+    boolean onlyRealEngine = false;
+    int realEngineRequests = 200;
+    int realEngineWarmup = 1000;
     for (int i = 0; i < args.length; i++) {
       String value = i + 1 < args.length ? args[i + 1] : null;
       switch (args[i]) {
         case "--quick" -> {
           continue;
         }
-        case "--delays" -> o = new EnvoyBenchOptions(o.quick, Arrays.stream(need(args[i], value).split(","))
-            .map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList(), o.concurrency, o.duration, o.warmup, o.events, o.rounds, o.soak);
-        case "--concurrency" -> o = new EnvoyBenchOptions(o.quick, o.delays, Arrays.stream(need(args[i], value).split(","))
-            .mapToInt(s -> Integer.parseInt(s.trim())).toArray(), o.duration, o.warmup, o.events, o.rounds, o.soak);
-        case "--duration" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, duration(need(args[i], value)), o.warmup, o.events, o.rounds, o.soak);
-        case "--warmup" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, duration(need(args[i], value)), o.events, o.rounds, o.soak);
-        case "--events" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, Integer.parseInt(need(args[i], value)), o.rounds, o.soak);
-        case "--rounds" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, Integer.parseInt(need(args[i], value)), o.soak);
-        case "--soak" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, o.rounds, duration(need(args[i], value)));
+        case "--only-real-engine" -> {
+          onlyRealEngine = true;
+          continue;
+        }
+        case "--delays" -> delays = Arrays.stream(need(args[i], value).split(","))
+            .map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList();
+        case "--concurrency" -> concurrency = Arrays.stream(need(args[i], value).split(","))
+            .mapToInt(s -> Integer.parseInt(s.trim())).toArray();
+        case "--duration" -> duration = duration(need(args[i], value));
+        case "--warmup" -> warmup = duration(need(args[i], value));
+        case "--events" -> events = Integer.parseInt(need(args[i], value));
+        case "--rounds" -> rounds = Integer.parseInt(need(args[i], value));
+        case "--soak" -> soak = duration(need(args[i], value));
+        case "--real-engine" -> realEngine = onOff(args[i], need(args[i], value));
+        case "--real-engine-requests" -> realEngineRequests = Integer.parseInt(need(args[i], value));
+        case "--real-engine-warmup" -> realEngineWarmup = Integer.parseInt(need(args[i], value));
         default -> throw new IllegalArgumentException("unknown option " + args[i]
-            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --warmup 2s, --events N, --rounds N, --soak 600s)");
+            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --warmup 2s, --events N, --rounds N,"
+            + " --soak 600s, --real-engine on|off, --real-engine-requests N, --real-engine-warmup N, --only-real-engine)");
       }
       i++;
     }
-    if (o.delays.isEmpty() || o.concurrency.length == 0 || o.events < 1 || o.rounds < 1) {
+    if (delays.isEmpty() || concurrency.length == 0 || events < 1 || rounds < 1) {
       throw new IllegalArgumentException("need at least one delay, one concurrency, one event and one round");
     }
-    return o;
+    if (onlyRealEngine && Arrays.asList(args).contains("--real-engine") && !realEngine) {
+      throw new IllegalArgumentException("--only-real-engine runs the real-engine row: not with --real-engine off");
+    }
+    if (realEngineRequests < 1 || realEngineWarmup < 0) {
+      throw new IllegalArgumentException("--real-engine-requests needs at least 1, --real-engine-warmup at least 0");
+    }
+    return new EnvoyBenchOptions(quick, delays, concurrency, duration, warmup, events, rounds, soak,
+        realEngine || onlyRealEngine, onlyRealEngine, realEngineRequests, realEngineWarmup);
   }
 
   /**
@@ -77,6 +97,14 @@ record EnvoyBenchOptions(
   private Duration run(Duration delay) {
     Duration flow = delay.multipliedBy(events);
     return warmup.plus(flow).plus(duration).plus(flow);
+  }
+
+  private static boolean onOff(String option, String value) {
+    return switch (value) {
+      case "on" -> true;
+      case "off" -> false;
+      default -> throw new IllegalArgumentException(option + " takes on or off, not " + value);
+    };
   }
 
   private static String need(String option, String value) {

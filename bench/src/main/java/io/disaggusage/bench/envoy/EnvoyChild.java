@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.UnaryOperator;
 
 /**
  * A real Envoy on the shipped bootstrap as the e2e suite derives it ({@link ShippedBootstrap#rewrite}: only
@@ -39,18 +40,27 @@ final class EnvoyChild implements AutoCloseable {
 
   /** Starts Envoy for {@code setup} and waits until its admin says it is ready. */
   static EnvoyChild start(Setup setup, Topology topology, Path dir) {
-    ObjectNode bootstrap = ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology);
+    return start("envoy-" + setup.key, setup, topology, dir, UnaryOperator.identity(), null);
+  }
+
+  /**
+   * Starts Envoy for {@code setup} as {@code name} (its bootstrap {@code name.yaml}, its log {@code name.log}
+   * in {@code dir}), the shipped bootstrap first changed by {@code edit}, its access log (on stdout) appended
+   * to {@code accessLog} (null: discarded); returns once its admin says it is ready.
+   */
+  static EnvoyChild start(String name, Setup setup, Topology topology, Path dir, UnaryOperator<ObjectNode> edit, Path accessLog) {
+    ObjectNode bootstrap = edit.apply(ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology));
     if (!setup.extProc()) {
       bootstrap = ShippedBootstrap.withoutExtProc(bootstrap);
     }
-    Path config = dir.resolve("envoy-" + setup.key + ".yaml");
+    Path config = dir.resolve(name + ".yaml");
     try {
       Files.writeString(config, ShippedBootstrap.yaml(bootstrap));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
     return new EnvoyChild(topology, RealEnvoy.start("Envoy " + RELEASE + " " + setup.title(),
-        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve("envoy-" + setup.key + ".log")));
+        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve(name + ".log"), accessLog, List.of()));
   }
 
   int contextPort() {

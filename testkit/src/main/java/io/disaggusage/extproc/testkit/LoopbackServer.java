@@ -1,4 +1,4 @@
-package io.disaggusage.e2e;
+package io.disaggusage.extproc.testkit;
 
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
@@ -11,13 +11,13 @@ import java.util.concurrent.Executors;
 
 /**
  * The JDK's HTTP/1.1 server on a free loopback port, one thread per exchange so a streamed relay never
- * holds up another client: what the orchestrator fixtures listen with.
+ * holds up another client: what the orchestrator fixtures and the toy proxy listen with.
  */
-final class LoopbackServer implements AutoCloseable {
+public final class LoopbackServer implements AutoCloseable {
   private final ExecutorService executor = Executors.newCachedThreadPool();
   private final HttpServer server;
 
-  LoopbackServer(HttpHandler handler) {
+  public LoopbackServer(HttpHandler handler) {
     try {
       server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
     } catch (IOException e) {
@@ -29,7 +29,7 @@ final class LoopbackServer implements AutoCloseable {
   }
 
   /** {@code http://127.0.0.1:PORT}, the base URL a client is given. */
-  String baseUrl() {
+  public String baseUrl() {
     return "http://127.0.0.1:" + server.getAddress().getPort();
   }
 
