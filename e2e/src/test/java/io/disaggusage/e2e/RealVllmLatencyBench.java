@@ -2,7 +2,6 @@ package io.disaggusage.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.e2e.Orchestrator.Answer;
 import io.disaggusage.extproc.testkit.FreePorts;
@@ -114,25 +113,8 @@ class RealVllmLatencyBench {
     if (extProcPort < 0) {
       return EnvoyProcess.start(name, release, ShippedBootstrap.withoutExtProc(bootstrap), topology);
     }
-    for (JsonNode listener : bootstrap.at("/static_resources/listeners")) {
-      ObjectNode format = (ObjectNode) listener.at("/filter_chains/0/filters/0/typed_config/access_log/0/typed_config/log_format/text_format_source");
-      String line = format.path("inline_string").asText();
-      format.put("inline_string", line.substring(0, line.length() - 1) + EXT_PROC_WAIT_FIELDS + "\n");
-    }
-    return EnvoyProcess.start(name, release, bootstrap, topology);
+    return EnvoyProcess.start(name, release, ShippedBootstrap.withExtProcLatencies(bootstrap), topology);
   }
-
-  /**
-   * Envoy's own record of how long each of its ext_proc calls waited for the service's reply
-   * ({@code ExtProcLoggingInfo}, one access-log field each): the service's share of a leg, apart from what
-   * the engine took.
-   */
-  private static final List<String> EXT_PROC_WAITS = List.of(
-      "request_header_latency_us", "request_body_total_latency_us", "response_header_latency_us",
-      "response_body_total_latency_us");
-  private static final String EXT_PROC_WAIT_FIELDS = EXT_PROC_WAITS.stream()
-      .map(f -> " xp_" + f + "=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:" + f + ")%")
-      .collect(java.util.stream.Collectors.joining());
 
   /**
    * What Envoy waited for the service in each of the last {@code requests} P/D requests: the sum of its
@@ -150,8 +132,8 @@ class RealVllmLatencyBench {
 
   private static long micros(AccessLogLine line) {
     long sum = 0;
-    for (String field : EXT_PROC_WAITS) {
-      String value = line.field("xp_" + field);
+    for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
+      String value = line.field(ShippedBootstrap.EXT_PROC_LATENCY_PREFIX + field);
       assertThat(value).as("Envoy recorded %s: %s", field, line).matches("\\d+");
       sum += Long.parseLong(value);
     }
