@@ -9,10 +9,13 @@ import java.util.Locale;
  * How long and how wide the run through real Envoy is.
  *
  * <pre>
- *   --quick              a tiny run that checks everything works (concurrency 8, 50 events, 1 s windows, 1 round)
+ *   --quick              a tiny run that checks everything works (concurrency 8, 50 events, 1 s windows, 1 round,
+ *                        10 TTFT samples)
  *   --delays 0,20        inter-token delays in milliseconds
  *   --concurrency 16,64,256
  *   --duration 10s       measurement window per run (s or ms suffix; a bare number is seconds)
+ *   --min-samples 200    a measured run's window goes on past --duration until it holds this many TTFT samples
+ *   --max-window 90s     ... but lasts no longer than this
  *   --warmup 2s          before each window; with a delay, one whole flow more
  *   --events 300         content events per generation response
  *   --rounds 2           runs per setup and cell, the order of the setups reversed every other round
@@ -20,63 +23,86 @@ import java.util.Locale;
  * </pre>
  */
 record EnvoyBenchOptions(
-    boolean quick, List<Duration> delays, int[] concurrency, Duration duration, Duration warmup, int events, int rounds,
-    Duration soak) {
+    boolean quick, List<Duration> delays, int[] concurrency, Duration duration, int minSamples, Duration maxWindow,
+    Duration warmup, int events, int rounds, Duration soak) {
 
   static EnvoyBenchOptions defaults() {
     return new EnvoyBenchOptions(false, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {16, 64, 256},
-        Duration.ofSeconds(10), Duration.ofSeconds(2), 300, 2, Duration.ZERO);
+        Duration.ofSeconds(10), 200, Duration.ofSeconds(90), Duration.ofSeconds(2), 300, 2, Duration.ZERO);
   }
 
   static EnvoyBenchOptions quickRun() {
     return new EnvoyBenchOptions(true, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {8},
-        Duration.ofSeconds(1), Duration.ofMillis(500), 50, 1, Duration.ZERO);
+        Duration.ofSeconds(1), 10, Duration.ofSeconds(3), Duration.ofMillis(500), 50, 1, Duration.ZERO);
   }
 
   /** The options; {@code --quick} first sets the tiny run, the others then override either. */
   static EnvoyBenchOptions parse(String... args) {
     EnvoyBenchOptions o = Arrays.asList(args).contains("--quick") ? quickRun() : defaults();
+    List<Duration> delays = o.delays;
+    int[] concurrency = o.concurrency;
+    Duration duration = o.duration;
+    int minSamples = o.minSamples;
+    Duration maxWindow = o.maxWindow;
+    Duration warmup = o.warmup;
+    int events = o.events;
+    int rounds = o.rounds;
+    Duration soak = o.soak;
     for (int i = 0; i < args.length; i++) {
-      String value = i + 1 < args.length ? args[i + 1] : null;
+      if (args[i].equals("--quick")) {
+        continue;
+      }
+      String value = need(args[i], i + 1 < args.length ? args[i + 1] : null);
       switch (args[i]) {
-        case "--quick" -> {
-          continue;
-        }
-        case "--delays" -> o = new EnvoyBenchOptions(o.quick, Arrays.stream(need(args[i], value).split(","))
-            .map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList(), o.concurrency, o.duration, o.warmup, o.events, o.rounds, o.soak);
-        case "--concurrency" -> o = new EnvoyBenchOptions(o.quick, o.delays, Arrays.stream(need(args[i], value).split(","))
-            .mapToInt(s -> Integer.parseInt(s.trim())).toArray(), o.duration, o.warmup, o.events, o.rounds, o.soak);
-        case "--duration" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, duration(need(args[i], value)), o.warmup, o.events, o.rounds, o.soak);
-        case "--warmup" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, duration(need(args[i], value)), o.events, o.rounds, o.soak);
-        case "--events" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, Integer.parseInt(need(args[i], value)), o.rounds, o.soak);
-        case "--rounds" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, Integer.parseInt(need(args[i], value)), o.soak);
-        case "--soak" -> o = new EnvoyBenchOptions(o.quick, o.delays, o.concurrency, o.duration, o.warmup, o.events, o.rounds, duration(need(args[i], value)));
+        case "--delays" -> delays = Arrays.stream(value.split(",")).map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList();
+        case "--concurrency" -> concurrency = Arrays.stream(value.split(",")).mapToInt(s -> Integer.parseInt(s.trim())).toArray();
+        case "--duration" -> duration = duration(value);
+        case "--min-samples" -> minSamples = Integer.parseInt(value);
+        case "--max-window" -> maxWindow = duration(value);
+        case "--warmup" -> warmup = duration(value);
+        case "--events" -> events = Integer.parseInt(value);
+        case "--rounds" -> rounds = Integer.parseInt(value);
+        case "--soak" -> soak = duration(value);
         default -> throw new IllegalArgumentException("unknown option " + args[i]
-            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --warmup 2s, --events N, --rounds N, --soak 600s)");
+            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --min-samples N, --max-window 90s,"
+            + " --warmup 2s, --events N, --rounds N, --soak 600s)");
       }
       i++;
     }
-    if (o.delays.isEmpty() || o.concurrency.length == 0 || o.events < 1 || o.rounds < 1) {
-      throw new IllegalArgumentException("need at least one delay, one concurrency, one event and one round");
+    if (delays.isEmpty() || concurrency.length == 0 || events < 1 || rounds < 1 || minSamples < 0) {
+      throw new IllegalArgumentException("need at least one delay, one concurrency, one event and one round,"
+          + " and no negative --min-samples");
     }
-    return o;
+    return new EnvoyBenchOptions(o.quick, delays, concurrency, duration, minSamples, maxWindow, warmup, events, rounds, soak);
   }
 
   /**
    * The run's length without process start-up: every window, warm-up and (with a delay) drain, the first
-   * run of each setup and the run after each ext_proc's restart included.
+   * run of each setup and the run after each ext_proc's restart included. A measured window is counted
+   * as long as {@code --min-samples} needs at the rate the flows can give: with a delay a flow lasts about
+   * delay × events, so {@code concurrency} lanes start concurrency / (delay × events) flows a second;
+   * without one the flows are short and {@code --duration} is taken to suffice.
    */
   Duration estimate() {
-    Duration total = run(delays.get(0)).multipliedBy(Setup.values().length + 2L);
+    Duration total = run(delays.get(0), duration).multipliedBy(Setup.values().length + 2L);
     for (Duration delay : delays) {
-      total = total.plus(run(delay).multipliedBy((long) concurrency.length * rounds * Setup.values().length));
+      for (int flows : concurrency) {
+        total = total.plus(run(delay, window(delay, flows)).multipliedBy((long) rounds * Setup.values().length));
+      }
     }
     return total.plus(soak);
   }
 
-  private Duration run(Duration delay) {
+  /** The window a measured run at {@code delay} and {@code flows} is expected to need. */
+  Duration window(Duration delay, int flows) {
+    Duration needed = delay.multipliedBy(events).multipliedBy(minSamples).dividedBy(flows);
+    Duration longest = maxWindow.compareTo(duration) > 0 ? maxWindow : duration;
+    return needed.compareTo(duration) <= 0 ? duration : needed.compareTo(longest) >= 0 ? longest : needed;
+  }
+
+  private Duration run(Duration delay, Duration window) {
     Duration flow = delay.multipliedBy(events);
-    return warmup.plus(flow).plus(duration).plus(flow);
+    return warmup.plus(flow).plus(window).plus(flow);
   }
 
   private static String need(String option, String value) {

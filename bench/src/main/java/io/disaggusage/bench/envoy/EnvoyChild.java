@@ -18,8 +18,11 @@ import java.util.TreeMap;
 /**
  * A real Envoy on the shipped bootstrap as the e2e suite derives it ({@link ShippedBootstrap#rewrite}: only
  * ports and endpoints change), without the ext_proc filter for {@link Setup#BARE}. Envoy's own defaults
- * otherwise (as many worker threads as cores, info log level); the shipped stdout access log is written
- * and discarded, so each request costs Envoy the formatting a user pays for.
+ * otherwise (as many worker threads as cores, info log level). Every setup's shipped stdout access log
+ * carries Envoy's ext_proc call latencies at its end ({@link ShippedBootstrap#withExtProcLatencies}; {@code -}
+ * without the filter) and goes to a file, flushed every {@link AccessLogTail#FLUSH_INTERVAL}, that
+ * {@link FlowLoad} reads after each run: the three setups format and write the same line, as a user's
+ * Envoy writes its access log.
  */
 final class EnvoyChild implements AutoCloseable {
   /** The release the benchmark runs: the newest one the project pins. */
@@ -31,15 +34,18 @@ final class EnvoyChild implements AutoCloseable {
 
   private final Topology topology;
   private final RealEnvoy envoy;
+  private final AccessLogTail accessLog;
 
-  private EnvoyChild(Topology topology, RealEnvoy envoy) {
+  private EnvoyChild(Topology topology, RealEnvoy envoy, AccessLogTail accessLog) {
     this.topology = topology;
     this.envoy = envoy;
+    this.accessLog = accessLog;
   }
 
   /** Starts Envoy for {@code setup} and waits until its admin says it is ready. */
   static EnvoyChild start(Setup setup, Topology topology, Path dir) {
-    ObjectNode bootstrap = ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology);
+    ObjectNode bootstrap =
+        ShippedBootstrap.withExtProcLatencies(ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology));
     if (!setup.extProc()) {
       bootstrap = ShippedBootstrap.withoutExtProc(bootstrap);
     }
@@ -49,8 +55,16 @@ final class EnvoyChild implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+    AccessLogTail accessLog = new AccessLogTail(dir.resolve("envoy-" + setup.key + ".access.log"));
     return new EnvoyChild(topology, RealEnvoy.start("Envoy " + RELEASE + " " + setup.title(),
-        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve("envoy-" + setup.key + ".log")));
+        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve("envoy-" + setup.key + ".log"),
+        accessLog.file(), List.of("--file-flush-interval-msec", Long.toString(AccessLogTail.FLUSH_INTERVAL.toMillis()))),
+        accessLog);
+  }
+
+  /** Its access log, read after each run. */
+  AccessLogTail accessLog() {
+    return accessLog;
   }
 
   int contextPort() {
