@@ -10,7 +10,7 @@ import java.util.Locale;
  *
  * <pre>
  *   --quick              a tiny run that checks everything works (concurrency 8, 50 events, 1 s windows, 1 round,
- *                        10 TTFT samples)
+ *                        10 TTFT samples in windows of at most 3 s)
  *   --delays 0,20        inter-token delays in milliseconds
  *   --concurrency 16,64,256
  *   --duration 10s       measurement window per run (s or ms suffix; a bare number is seconds)
@@ -25,6 +25,10 @@ import java.util.Locale;
 record EnvoyBenchOptions(
     boolean quick, List<Duration> delays, int[] concurrency, Duration duration, int minSamples, Duration maxWindow,
     Duration warmup, int events, int rounds, Duration soak) {
+
+  /** The options that take a value, as the usage message shows them. */
+  private static final List<String> OPTIONS = List.of("--delays", "--concurrency", "--duration", "--min-samples",
+      "--max-window", "--warmup", "--events", "--rounds", "--soak");
 
   static EnvoyBenchOptions defaults() {
     return new EnvoyBenchOptions(false, List.of(Duration.ZERO, Duration.ofMillis(20)), new int[] {16, 64, 256},
@@ -52,6 +56,9 @@ record EnvoyBenchOptions(
       if (args[i].equals("--quick")) {
         continue;
       }
+      if (!OPTIONS.contains(args[i])) {
+        throw new IllegalArgumentException("unknown option " + args[i] + " (options: --quick, " + String.join(", ", OPTIONS) + ")");
+      }
       String value = need(args[i], i + 1 < args.length ? args[i + 1] : null);
       switch (args[i]) {
         case "--delays" -> delays = Arrays.stream(value.split(",")).map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList();
@@ -63,9 +70,6 @@ record EnvoyBenchOptions(
         case "--events" -> events = Integer.parseInt(value);
         case "--rounds" -> rounds = Integer.parseInt(value);
         case "--soak" -> soak = duration(value);
-        default -> throw new IllegalArgumentException("unknown option " + args[i]
-            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --min-samples N, --max-window 90s,"
-            + " --warmup 2s, --events N, --rounds N, --soak 600s)");
       }
       i++;
     }
@@ -78,7 +82,8 @@ record EnvoyBenchOptions(
 
   /**
    * The run's length without process start-up: every window, warm-up and (with a delay) drain, the first
-   * run of each setup and the run after each ext_proc's restart included. A measured window is counted
+   * run of each setup and the run after each ext_proc's restart included, and reading Envoy's access log
+   * after each (about one flush interval). A measured window is counted
    * as long as {@code --min-samples} needs at the rate the flows can give: with a delay a flow lasts about
    * delay × events, so {@code concurrency} lanes start concurrency / (delay × events) flows a second;
    * without one the flows are short and {@code --duration} is taken to suffice.
@@ -102,7 +107,7 @@ record EnvoyBenchOptions(
 
   private Duration run(Duration delay, Duration window) {
     Duration flow = delay.multipliedBy(events);
-    return warmup.plus(flow).plus(window).plus(flow);
+    return warmup.plus(flow).plus(window).plus(flow).plus(AccessLogTail.FLUSH_INTERVAL);
   }
 
   private static String need(String option, String value) {

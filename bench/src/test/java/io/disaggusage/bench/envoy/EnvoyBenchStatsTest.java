@@ -87,6 +87,8 @@ class EnvoyBenchStatsTest {
     assertThat(quick.minSamples()).isEqualTo(10);
     assertThat(quick.maxWindow()).isEqualTo(Duration.ofSeconds(5));
     assertThatThrownBy(() -> EnvoyBenchOptions.parse("--min-samples")).hasMessageContaining("needs a value");
+    assertThatThrownBy(() -> EnvoyBenchOptions.parse("--bogus")).hasMessageContaining("unknown option --bogus");
+    assertThatThrownBy(() -> EnvoyBenchOptions.parse("--min-samples", "-1")).hasMessageContaining("--min-samples");
   }
 
   private static RunStats run(double flowsPerSecond, double envoyCpu, long ttft, int samples) {
