@@ -30,6 +30,14 @@ public final class LatencyHistogram {
     }
   }
 
+  /** A new histogram holding the samples of both: the percentiles of the pooled samples. */
+  public static LatencyHistogram merged(LatencyHistogram x, LatencyHistogram y) {
+    LatencyHistogram sum = new LatencyHistogram();
+    x.addTo(sum);
+    y.addTo(sum);
+    return sum;
+  }
+
   public long count() {
     long n = 0;
     for (int i = 0; i < counts.length(); i++) {

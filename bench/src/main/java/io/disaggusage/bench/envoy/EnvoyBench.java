@@ -27,7 +27,7 @@ import java.util.function.Consumer;
  * progress to stderr.
  *
  * <pre>
- *   java -jar bench/target/disagg-usage-bench.jar envoy            # the full run, about 12 minutes on 2 cores
+ *   java -jar bench/target/disagg-usage-bench.jar envoy            # the full run, about 20 minutes on 2 cores
  *   java -jar bench/target/disagg-usage-bench.jar envoy --quick    # under a minute: does everything work
  *   java -jar bench/target/disagg-usage-bench.jar envoy --only-real-engine   # only the real vLLM row
  * </pre>
@@ -37,8 +37,11 @@ import java.util.function.Consumer;
  * vLLM or the jar is missing or an option is wrong.
  */
 public final class EnvoyBench {
-  /** One delay and concurrency: the best run of each setup. */
-  record Cell(Duration delay, int concurrency, Map<Setup, RunStats> best) {}
+  /**
+   * One delay and concurrency: each setup's runs combined ({@link RunStats#combine}: the best flows/s and CPU,
+   * the latencies pooled).
+   */
+  record Cell(Duration delay, int concurrency, Map<Setup, RunStats> combined) {}
 
   /** Flows open during the soak: the concurrency of the soaks the issue reported. */
   static final int SOAK_FLOWS = 64;
@@ -136,20 +139,20 @@ public final class EnvoyBench {
       }
       for (Duration delay : o.delays()) {
         for (int concurrency : o.concurrency()) {
-          Map<Setup, RunStats> best = new EnumMap<>(Setup.class);
+          Map<Setup, RunStats> combined = new EnumMap<>(Setup.class);
           for (int round = 0; round < o.rounds(); round++) {
             List<Setup> order = new ArrayList<>(List.of(Setup.values()));
             if (round % 2 == 1) {
               Collections.reverse(order);
             }
             for (Setup setup : order) {
-              RunStats run = load.run(setup, concurrency, delay, o.warmup(), o.duration(),
-                  found -> collect(found, setup.title(), problems, log));
+              RunStats run = load.run(setup, concurrency, delay, o.warmup(), o.duration(), o.minSamples(),
+                  o.maxWindow(), found -> collect(found, setup.title(), problems, log));
               log.accept(progress(delay, concurrency, round, setup, run));
-              best.merge(setup, run, RunStats::best);
+              combined.merge(setup, run, RunStats::combine);
             }
           }
-          cells.add(new Cell(delay, concurrency, best));
+          cells.add(new Cell(delay, concurrency, combined));
         }
       }
       Map<Setup, RunStats> restarts = restarts(o, stack, load, firstRunProblems, log);
@@ -237,9 +240,10 @@ public final class EnvoyBench {
 
   /** A run's line on stderr; round -1 is the first run after start, -2 the run after a restart. */
   private static String progress(Duration delay, int concurrency, int round, Setup setup, RunStats r) {
-    return String.format(Locale.ROOT, "  %2d ms, %3d flows, %-7s %-25s %7.1f flows/s, TTFT p99 %s, gap p99 %s,"
-            + " CPU/flow Envoy %s ext_proc %s, checked %d, problems %d",
-        delay.toMillis(), concurrency, round == -1 ? "first," : round == -2 ? "restart," : "round " + (round + 1) + ",", setup.title() + ":", r.flowsPerSecond(), EnvoyBenchReport.time(r.ttftP99()),
+    return String.format(Locale.ROOT, "  %2d ms, %3d flows, %-7s %-25s %4.1f s, %7.1f flows/s, TTFT p99 %s (n %d),"
+            + " gap p99 %s, CPU/flow Envoy %s ext_proc %s, checked %d, problems %d",
+        delay.toMillis(), concurrency, round == -1 ? "first," : round == -2 ? "restart," : "round " + (round + 1) + ",",
+        setup.title() + ":", r.windowSeconds(), r.flowsPerSecond(), EnvoyBenchReport.time(r.ttftP99()), r.ttftSamples(),
         EnvoyBenchReport.time(r.gapP99()), EnvoyBenchReport.time(r.envoyCpuPerFlow()),
         setup.extProc() ? EnvoyBenchReport.time(r.extProcCpuPerFlow()) : "-", r.checked(), r.problems());
   }

@@ -9,10 +9,13 @@ import java.util.Locale;
  * How long and how wide the run through real Envoy is.
  *
  * <pre>
- *   --quick              a tiny run that checks everything works (concurrency 8, 50 events, 1 s windows, 1 round)
+ *   --quick              a tiny run that checks everything works (concurrency 8, 50 events, 1 s windows, 1 round,
+ *                        10 TTFT samples in windows of at most 3 s, no real-engine row)
  *   --delays 0,20        inter-token delays in milliseconds
  *   --concurrency 16,64,256
  *   --duration 10s       measurement window per run (s or ms suffix; a bare number is seconds)
+ *   --min-samples 200    a measured run's window goes on past --duration until it holds this many TTFT samples
+ *   --max-window 90s     ... but lasts no longer than this
  *   --warmup 2s          before each window; with a delay, one whole flow more
  *   --events 300         content events per generation response
  *   --rounds 2           runs per setup and cell, the order of the setups reversed every other round
@@ -24,8 +27,14 @@ import java.util.Locale;
  * </pre>
  */
 record EnvoyBenchOptions(
-    boolean quick, List<Duration> delays, int[] concurrency, Duration duration, Duration warmup, int events, int rounds,
-    Duration soak, boolean realEngine, boolean onlyRealEngine, int realEngineRequests, int realEngineWarmup) {
+    boolean quick, List<Duration> delays, int[] concurrency, Duration duration, int minSamples, Duration maxWindow,
+    Duration warmup, int events, int rounds, Duration soak, boolean realEngine, boolean onlyRealEngine,
+    int realEngineRequests, int realEngineWarmup) {
+
+  /** The options that take a value, as the usage message shows them. */
+  private static final List<String> OPTIONS = List.of("--delays", "--concurrency", "--duration", "--min-samples",
+      "--max-window", "--warmup", "--events", "--rounds", "--soak", "--real-engine", "--real-engine-requests",
+      "--real-engine-warmup");
 
   /** The options; {@code --quick} first sets the tiny run, the others then override either. */
   static EnvoyBenchOptions parse(String... args) {
@@ -33,6 +42,8 @@ record EnvoyBenchOptions(
     List<Duration> delays = List.of(Duration.ZERO, Duration.ofMillis(20));
     int[] concurrency = quick ? new int[] {8} : new int[] {16, 64, 256};
     Duration duration = quick ? Duration.ofSeconds(1) : Duration.ofSeconds(10);
+    int minSamples = quick ? 10 : 200;
+    Duration maxWindow = quick ? Duration.ofSeconds(3) : Duration.ofSeconds(90);
     Duration warmup = quick ? Duration.ofMillis(500) : Duration.ofSeconds(2);
     int events = quick ? 50 : 300;
     int rounds = quick ? 1 : 2;
@@ -42,35 +53,38 @@ record EnvoyBenchOptions(
     int realEngineRequests = 200;
     int realEngineWarmup = 1000;
     for (int i = 0; i < args.length; i++) {
-      String value = i + 1 < args.length ? args[i + 1] : null;
+      if (args[i].equals("--quick")) {
+        continue;
+      }
+      if (args[i].equals("--only-real-engine")) {
+        onlyRealEngine = true;
+        continue;
+      }
+      if (!OPTIONS.contains(args[i])) {
+        throw new IllegalArgumentException("unknown option " + args[i]
+            + " (options: --quick, --only-real-engine, " + String.join(", ", OPTIONS) + ")");
+      }
+      String value = need(args[i], i + 1 < args.length ? args[i + 1] : null);
       switch (args[i]) {
-        case "--quick" -> {
-          continue;
-        }
-        case "--only-real-engine" -> {
-          onlyRealEngine = true;
-          continue;
-        }
-        case "--delays" -> delays = Arrays.stream(need(args[i], value).split(","))
-            .map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList();
-        case "--concurrency" -> concurrency = Arrays.stream(need(args[i], value).split(","))
-            .mapToInt(s -> Integer.parseInt(s.trim())).toArray();
-        case "--duration" -> duration = duration(need(args[i], value));
-        case "--warmup" -> warmup = duration(need(args[i], value));
-        case "--events" -> events = Integer.parseInt(need(args[i], value));
-        case "--rounds" -> rounds = Integer.parseInt(need(args[i], value));
-        case "--soak" -> soak = duration(need(args[i], value));
-        case "--real-engine" -> realEngine = onOff(args[i], need(args[i], value));
-        case "--real-engine-requests" -> realEngineRequests = Integer.parseInt(need(args[i], value));
-        case "--real-engine-warmup" -> realEngineWarmup = Integer.parseInt(need(args[i], value));
-        default -> throw new IllegalArgumentException("unknown option " + args[i]
-            + " (options: --quick, --delays MS,MS, --concurrency N,N, --duration 10s, --warmup 2s, --events N, --rounds N,"
-            + " --soak 600s, --real-engine on|off, --real-engine-requests N, --real-engine-warmup N, --only-real-engine)");
+        case "--delays" -> delays = Arrays.stream(value.split(",")).map(s -> Duration.ofMillis(Long.parseLong(s.trim()))).toList();
+        case "--concurrency" -> concurrency = Arrays.stream(value.split(",")).mapToInt(s -> Integer.parseInt(s.trim())).toArray();
+        case "--duration" -> duration = duration(value);
+        case "--min-samples" -> minSamples = Integer.parseInt(value);
+        case "--max-window" -> maxWindow = duration(value);
+        case "--warmup" -> warmup = duration(value);
+        case "--events" -> events = Integer.parseInt(value);
+        case "--rounds" -> rounds = Integer.parseInt(value);
+        case "--soak" -> soak = duration(value);
+        case "--real-engine" -> realEngine = onOff(args[i], value);
+        case "--real-engine-requests" -> realEngineRequests = Integer.parseInt(value);
+        case "--real-engine-warmup" -> realEngineWarmup = Integer.parseInt(value);
+        default -> throw new IllegalStateException(args[i]); // OPTIONS and the cases name the same options
       }
       i++;
     }
-    if (delays.isEmpty() || concurrency.length == 0 || events < 1 || rounds < 1) {
-      throw new IllegalArgumentException("need at least one delay, one concurrency, one event and one round");
+    if (delays.isEmpty() || concurrency.length == 0 || events < 1 || rounds < 1 || minSamples < 0) {
+      throw new IllegalArgumentException("need at least one delay, one concurrency, one event and one round,"
+          + " and no negative --min-samples");
     }
     if (onlyRealEngine && Arrays.asList(args).contains("--real-engine") && !realEngine) {
       throw new IllegalArgumentException("--only-real-engine runs the real-engine row: not with --real-engine off");
@@ -78,25 +92,38 @@ record EnvoyBenchOptions(
     if (realEngineRequests < 1 || realEngineWarmup < 0) {
       throw new IllegalArgumentException("--real-engine-requests needs at least 1, --real-engine-warmup at least 0");
     }
-    return new EnvoyBenchOptions(quick, delays, concurrency, duration, warmup, events, rounds, soak,
-        realEngine || onlyRealEngine, onlyRealEngine, realEngineRequests, realEngineWarmup);
+    return new EnvoyBenchOptions(quick, delays, concurrency, duration, minSamples, maxWindow, warmup, events, rounds,
+        soak, realEngine || onlyRealEngine, onlyRealEngine, realEngineRequests, realEngineWarmup);
   }
 
   /**
    * The run's length without process start-up: every window, warm-up and (with a delay) drain, the first
-   * run of each setup and the run after each ext_proc's restart included.
+   * run of each setup and the run after each ext_proc's restart included, and reading Envoy's access log
+   * after each (about one flush interval). A measured window is counted
+   * as long as {@code --min-samples} needs at the rate the flows can give: with a delay a flow lasts about
+   * delay × events, so {@code concurrency} lanes start concurrency / (delay × events) flows a second;
+   * without one the flows are short and {@code --duration} is taken to suffice.
    */
   Duration estimate() {
-    Duration total = run(delays.get(0)).multipliedBy(Setup.values().length + 2L);
+    Duration total = run(delays.get(0), duration).multipliedBy(Setup.values().length + 2L);
     for (Duration delay : delays) {
-      total = total.plus(run(delay).multipliedBy((long) concurrency.length * rounds * Setup.values().length));
+      for (int flows : concurrency) {
+        total = total.plus(run(delay, window(delay, flows)).multipliedBy((long) rounds * Setup.values().length));
+      }
     }
     return total.plus(soak);
   }
 
-  private Duration run(Duration delay) {
+  /** The window a measured run at {@code delay} and {@code flows} is expected to need. */
+  Duration window(Duration delay, int flows) {
+    Duration needed = delay.multipliedBy(events).multipliedBy(minSamples).dividedBy(flows);
+    Duration longest = maxWindow.compareTo(duration) > 0 ? maxWindow : duration;
+    return needed.compareTo(duration) <= 0 ? duration : needed.compareTo(longest) >= 0 ? longest : needed;
+  }
+
+  private Duration run(Duration delay, Duration window) {
     Duration flow = delay.multipliedBy(events);
-    return warmup.plus(flow).plus(duration).plus(flow);
+    return warmup.plus(flow).plus(window).plus(flow).plus(AccessLogTail.FLUSH_INTERVAL);
   }
 
   private static boolean onOff(String option, String value) {

@@ -3,11 +3,15 @@ package io.disaggusage.bench.envoy;
 import io.disaggusage.bench.BenchHost;
 import io.disaggusage.bench.envoy.EnvoyBench.Cell;
 import io.disaggusage.bench.envoy.EnvoyBench.Result;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
 
-/** The Markdown the run prints: per-setup numbers, the (c)-against-(b) ratios, memory, correctness. */
+/**
+ * The Markdown the run prints: per-setup numbers, Envoy's ext_proc waits, the (c)-against-(b) ratios, memory,
+ * correctness.
+ */
 final class EnvoyBenchReport {
   private EnvoyBenchReport() {}
 
@@ -20,9 +24,12 @@ final class EnvoyBenchReport {
         System.getProperty("java.runtime.version"), o.quick() ? "; QUICK RUN: the numbers mean nothing" : ""));
     md.append(String.format(Locale.ROOT, "A flow: a vLLM prefill leg (JSON with usage) through the context listener,"
             + " then the decode leg through the generation listener streaming %d content events, the usage event and"
-            + " [DONE]; closed loop. Best of %d runs per setup and cell (setups take turns, the order reversed every"
-            + " other round), %d s windows after %s s of warm-up (with a delay, plus one whole flow).%n",
-        o.events(), o.rounds(), o.duration().toSeconds(), seconds(o.warmup())));
+            + " [DONE]; closed loop. %d runs per setup and cell (setups take turns, the order reversed every other"
+            + " round), each a window of %s s after %s s of warm-up (with a delay, plus one whole flow), the window"
+            + " extended until it holds %d TTFT samples, to at most %s s. Flows/s and CPU: the best of the runs,"
+            + " metric by metric; TTFT and gap percentiles: from the pooled samples of all the runs of the setup and"
+            + " cell (their histograms merged), TTFT n samples.%n",
+        o.events(), o.rounds(), seconds(o.duration()), seconds(o.warmup()), o.minSamples(), seconds(o.maxWindow())));
     md.append("TTFT: from writing the decode request to the first socket read that brings body bytes; gap: between"
         + " two such reads of one response; both at the client. CPU per completed flow from /proc/<pid>/stat:"
         + " Envoy, the ext_proc process, and the benchmark's own JVM (client and both workers).\n");
@@ -30,20 +37,21 @@ final class EnvoyBenchReport {
     restarts(md, r);
     for (Duration delay : o.delays()) {
       md.append(String.format(Locale.ROOT, "%n## Inter-token delay %d ms%n%n", delay.toMillis()));
-      md.append("| flows open | setup | flows/s | TTFT p50 | TTFT p99 | gap p50 | gap p99 | Envoy CPU/flow"
-          + " | ext_proc CPU/flow | client+workers CPU/flow |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      md.append("| flows open | setup | flows/s | TTFT n | TTFT p50 | TTFT p99 | gap p50 | gap p99 | Envoy CPU/flow"
+          + " | ext_proc CPU/flow | client+workers CPU/flow |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (Cell cell : r.cells()) {
         if (!cell.delay().equals(delay)) {
           continue;
         }
-        for (Map.Entry<Setup, RunStats> e : cell.best().entrySet()) {
+        for (Map.Entry<Setup, RunStats> e : cell.combined().entrySet()) {
           RunStats s = e.getValue();
-          md.append(String.format(Locale.ROOT, "| %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |%n",
-              cell.concurrency(), e.getKey().title(), s.flowsPerSecond(), time(s.ttftP50()), time(s.ttftP99()),
+          md.append(String.format(Locale.ROOT, "| %d | %s | %.0f | %d | %s | %s | %s | %s | %s | %s | %s |%n",
+              cell.concurrency(), e.getKey().title(), s.flowsPerSecond(), s.ttftSamples(), time(s.ttftP50()), time(s.ttftP99()),
               time(s.gapP50()), time(s.gapP99()), time(s.envoyCpuPerFlow()),
               e.getKey().extProc() ? time(s.extProcCpuPerFlow()) : "-", time(s.benchCpuPerFlow())));
         }
       }
+      extProcWaits(md, r, delay);
     }
     ratios(md, r);
     memory(md, r);
@@ -53,17 +61,45 @@ final class EnvoyBenchReport {
     return md.toString();
   }
 
-  /** Each setup's first run after start against its best at the same cell. */
+  /**
+   * What Envoy itself recorded waiting for its ext_proc processor on the generation leg at {@code delay}, per
+   * call kind: the first token's profile (request headers, request body, response headers) and the body's.
+   */
+  private static void extProcWaits(StringBuilder md, Result r, Duration delay) {
+    md.append(String.format(Locale.ROOT, "%n### Envoy's ext_proc waits, generation leg, %d ms%n%n", delay.toMillis()));
+    md.append("How long Envoy waited for the processor, as its access log records it per request"
+        + " (`%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:…_latency_us)%`, microseconds; a body's is the sum"
+        + " over its calls), for the generation requests that started in the windows, all runs pooled (n): request"
+        + " headers, request body and response headers come before the first token, the response body after it.\n\n");
+    md.append("| flows open | setup | n | req headers p50 | p99 | req body p50 | p99 | resp headers p50 | p99"
+        + " | resp body p50 | p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (Cell cell : r.cells()) {
+      if (!cell.delay().equals(delay)) {
+        continue;
+      }
+      for (Setup setup : new Setup[] {Setup.NULL, Setup.SERVICE}) {
+        ExtProcWaits w = cell.combined().get(setup).waits();
+        md.append(String.format(Locale.ROOT, "| %d | %s | %d |", cell.concurrency(), setup.title(), w.inWindow()));
+        for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
+          md.append(' ').append(time(w.of(field).percentile(0.50))).append(" | ")
+              .append(time(w.of(field).percentile(0.99))).append(" |");
+        }
+        md.append('\n');
+      }
+    }
+  }
+
+  /** Each setup's first run after start against its combined runs at the same cell. */
   private static void firstRuns(StringBuilder md, Result r) {
     Cell first = r.cells().get(0);
     md.append(String.format(Locale.ROOT, "%n## First run after start%n%nEach setup's first run (%d ms delay, %d flows"
             + " open) right after the processes started, before the measured rounds and not part of them: what a"
             + " fresh process costs (JIT; the null processor has no warm-up of its own). Problems of these runs and"
-            + " of the restarts are listed after the next table only.%n%n| setup | flows/s first / best | TTFT p99 first / best | gap p99 first / best | problems |%n"
+            + " of the restarts are listed after the next table only.%n%n| setup | flows/s first / best | TTFT p99 first / rounds | gap p99 first / rounds | problems |%n"
             + "|---|---|---|---|---|%n", first.delay().toMillis(), first.concurrency()));
     for (Map.Entry<Setup, RunStats> e : r.firstRuns().entrySet()) {
       RunStats f = e.getValue();
-      RunStats b = first.best().get(e.getKey());
+      RunStats b = first.combined().get(e.getKey());
       md.append(String.format(Locale.ROOT, "| %s | %.0f / %.0f | %s / %s | %s / %s | %d |%n", e.getKey().title(),
           f.flowsPerSecond(), b.flowsPerSecond(), time(f.ttftP99()), time(b.ttftP99()), time(f.gapP99()),
           time(b.gapP99()), f.problems()));
@@ -81,8 +117,8 @@ final class EnvoyBenchReport {
             + " stopped and started again on its port while Envoy, the workers and the client stay warm, then"
             + " measured from the moment Envoy's health check passes it, with no warm-up (%d ms delay, %d flows"
             + " open): the warm-up penalty that is the ext_proc's own. Flows/s of each second of the window as a"
-            + " share of the setup's best run at that cell.%n%n| setup | flows/s restart / best | TTFT p99 restart"
-            + " / best |", first.delay().toMillis(), first.concurrency()));
+            + " share of the setup's best run at that cell; TTFT p99 against the pooled rounds.%n%n| setup | flows/s restart"
+            + " / best | TTFT p99 restart / rounds |", first.delay().toMillis(), first.concurrency()));
     StringBuilder rule = new StringBuilder("|---|---|---|");
     for (int s = 1; s <= seconds; s++) {
       md.append(" s").append(s).append(" |");
@@ -91,7 +127,7 @@ final class EnvoyBenchReport {
     md.append(" problems |\n").append(rule).append("---|\n");
     for (Map.Entry<Setup, RunStats> e : r.restarts().entrySet()) {
       RunStats f = e.getValue();
-      RunStats b = first.best().get(e.getKey());
+      RunStats b = first.combined().get(e.getKey());
       md.append(String.format(Locale.ROOT, "| %s | %.0f / %.0f (%.2f) | %s / %s |", e.getKey().title(),
           f.flowsPerSecond(), b.flowsPerSecond(), f.flowsPerSecond() / b.flowsPerSecond(), time(f.ttftP99()),
           time(b.ttftP99())));
@@ -114,9 +150,9 @@ final class EnvoyBenchReport {
     md.append("| delay | flows open | flows/s (c)/(b) | TTFT p99 added (c)/(b) | gap p99 added (c)/(b)"
         + " | ext_proc CPU/flow (c)/(b) | Envoy CPU/flow (c)/(b) |\n|---|---|---|---|---|---|---|\n");
     for (Cell cell : r.cells()) {
-      RunStats a = cell.best().get(Setup.BARE);
-      RunStats b = cell.best().get(Setup.NULL);
-      RunStats c = cell.best().get(Setup.SERVICE);
+      RunStats a = cell.combined().get(Setup.BARE);
+      RunStats b = cell.combined().get(Setup.NULL);
+      RunStats c = cell.combined().get(Setup.SERVICE);
       md.append(String.format(Locale.ROOT, "| %d ms | %d | %.2f | %s | %s | %.2f | %.2f |%n",
           cell.delay().toMillis(), cell.concurrency(), c.flowsPerSecond() / b.flowsPerSecond(),
           added(a.ttftP99(), b.ttftP99(), c.ttftP99()), added(a.gapP99(), b.gapP99(), c.gapP99()),
@@ -155,7 +191,7 @@ final class EnvoyBenchReport {
     md.append("| process | RSS idle | RSS before that run | RSS at the window's end | per open stream |"
         + " per open stream, from before that run |\n|---|---|---|---|---|---|\n");
     for (Setup setup : new Setup[] {Setup.NULL, Setup.SERVICE}) {
-      RunStats s = widest.best().get(setup);
+      RunStats s = widest.combined().get(setup);
       long idle = r.idleRss().get(setup);
       md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s |%n", setup.title(), mib(idle),
           mib(s.rssBefore()), mib(s.rssAtEnd()), kib((s.rssAtEnd() - idle) / (double) widest.concurrency()),
@@ -200,7 +236,7 @@ final class EnvoyBenchReport {
       long expected = 0;
       long problems = 0;
       for (Cell cell : r.cells()) {
-        RunStats s = cell.best().get(setup);
+        RunStats s = cell.combined().get(setup);
         checked += s.checked();
         expected += s.asExpected();
         problems += s.problems();

@@ -14,13 +14,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.function.UnaryOperator;
 
 /**
  * A real Envoy on the shipped bootstrap as the e2e suite derives it ({@link ShippedBootstrap#rewrite}: only
  * ports and endpoints change), without the ext_proc filter for {@link Setup#BARE}. Envoy's own defaults
- * otherwise (as many worker threads as cores, info log level); the shipped stdout access log is written
- * and discarded, so each request costs Envoy the formatting a user pays for.
+ * otherwise (as many worker threads as cores, info log level). Every setup's shipped stdout access log
+ * carries Envoy's ext_proc call latencies at its end ({@link ShippedBootstrap#withExtProcLatencies}; {@code -}
+ * without the filter) and goes to a file, flushed every {@link AccessLogTail#FLUSH_INTERVAL}, that
+ * {@link FlowLoad} reads after each run: the three setups format and write the same line, as a user's
+ * Envoy writes its access log.
  */
 final class EnvoyChild implements AutoCloseable {
   /** The release the benchmark runs: the newest one the project pins. */
@@ -32,35 +34,37 @@ final class EnvoyChild implements AutoCloseable {
 
   private final Topology topology;
   private final RealEnvoy envoy;
+  private final AccessLogTail accessLog;
 
-  private EnvoyChild(Topology topology, RealEnvoy envoy) {
+  private EnvoyChild(Topology topology, RealEnvoy envoy, AccessLogTail accessLog) {
     this.topology = topology;
     this.envoy = envoy;
+    this.accessLog = accessLog;
   }
 
   /** Starts Envoy for {@code setup} and waits until its admin says it is ready. */
   static EnvoyChild start(Setup setup, Topology topology, Path dir) {
-    return start("envoy-" + setup.key, setup, topology, dir, UnaryOperator.identity(), null);
-  }
-
-  /**
-   * Starts Envoy for {@code setup} as {@code name} (its bootstrap {@code name.yaml}, its log {@code name.log}
-   * in {@code dir}), the shipped bootstrap first changed by {@code edit}, its access log (on stdout) appended
-   * to {@code accessLog} (null: discarded); returns once its admin says it is ready.
-   */
-  static EnvoyChild start(String name, Setup setup, Topology topology, Path dir, UnaryOperator<ObjectNode> edit, Path accessLog) {
-    ObjectNode bootstrap = edit.apply(ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology));
+    ObjectNode bootstrap =
+        ShippedBootstrap.withExtProcLatencies(ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), topology));
     if (!setup.extProc()) {
       bootstrap = ShippedBootstrap.withoutExtProc(bootstrap);
     }
-    Path config = dir.resolve(name + ".yaml");
+    Path config = dir.resolve("envoy-" + setup.key + ".yaml");
     try {
       Files.writeString(config, ShippedBootstrap.yaml(bootstrap));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+    AccessLogTail accessLog = new AccessLogTail(dir.resolve("envoy-" + setup.key + ".access.log"));
     return new EnvoyChild(topology, RealEnvoy.start("Envoy " + RELEASE + " " + setup.title(),
-        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve(name + ".log"), accessLog, List.of()));
+        InstalledTools.envoy(RELEASE), config, topology.adminPort(), dir.resolve("envoy-" + setup.key + ".log"),
+        accessLog.file(), List.of("--file-flush-interval-msec", Long.toString(AccessLogTail.FLUSH_INTERVAL.toMillis()))),
+        accessLog);
+  }
+
+  /** Its access log, read after each run. */
+  AccessLogTail accessLog() {
+    return accessLog;
   }
 
   int contextPort() {

@@ -10,13 +10,16 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 
 /**
  * One measured run: {@code concurrency} closed-loop {@link FlowLane}s through one setup's Envoy. The
  * lanes start together without an inter-token delay; with one they start spread over a flow's duration,
  * so the streams stay out of step. After the warm-up (with a delay, at least one whole flow, so every
  * lane is streaming) comes the measurement window, during which CPU time is read from {@code /proc} at
- * both ends; then the lanes finish their flows and stop.
+ * both ends; then the lanes finish their flows and stop, and Envoy's access-log lines of the run are read.
+ * The window can be asked to stretch until it holds enough TTFT samples: it is then extended, always
+ * before it ends, so a sample is never judged against a window end that moves behind it.
  */
 final class FlowLoad {
   private final BenchStack stack;
@@ -30,9 +33,23 @@ final class FlowLoad {
     this.bodies = bodies;
   }
 
-  /** Runs {@code setup}; problems (never bodies) are passed to {@code problems}. */
+  /** How long before the window's end it decides whether to extend it (at most a quarter of the window). */
+  private static final long EXTEND_LEAD_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+  /** How long to wait for Envoy's access-log lines of a run once its flows are done. */
+  private static final Duration ACCESS_LOG_WAIT = AccessLogTail.FLUSH_INTERVAL.multipliedBy(20);
+
+  /** Runs {@code setup} with a window of {@code window} exactly; problems (never bodies) go to {@code problems}. */
   RunStats run(Setup setup, int concurrency, Duration delay, Duration warmup, Duration window,
-      java.util.function.Consumer<Map<String, Long>> problems) throws InterruptedException {
+      Consumer<Map<String, Long>> problems) throws InterruptedException {
+    return run(setup, concurrency, delay, warmup, window, 0, window, problems);
+  }
+
+  /**
+   * Runs {@code setup}; the window lasts {@code window}, longer when it has fewer than {@code minSamples} TTFT
+   * samples by then, until it has them or lasts {@code maxWindow}. Problems (never bodies) go to {@code problems}.
+   */
+  RunStats run(Setup setup, int concurrency, Duration delay, Duration warmup, Duration window, int minSamples,
+      Duration maxWindow, Consumer<Map<String, Long>> problems) throws InterruptedException {
     runs++;
     stack.generationWorker().delay(delay);
     EnvoyChild envoy = stack.envoy(setup);
@@ -43,8 +60,10 @@ final class FlowLoad {
     long rssBefore = extProc == null ? 0 : ProcessMeter.rssBytes(extProc.pid());
     Map<String, Long> failuresBefore = envoy.extProcFailures();
     long t0 = System.nanoTime();
+    long wallOffset = System.currentTimeMillis() * 1_000_000L - t0; // nanoTime to epoch nanoseconds
     long start = t0 + settle.toNanos();
     long end = start + window.toNanos();
+    long cap = start + Math.max(window.toNanos(), maxWindow.toNanos());
     recorder.window(start, end);
     AtomicBoolean running = new AtomicBoolean(true);
     List<FlowLane> lanes = new ArrayList<>();
@@ -57,6 +76,19 @@ final class FlowLoad {
     }
     sleepUntil(start);
     long[] cpu0 = cpu(envoy, extProc);
+    while (minSamples > 0 && end < cap) {
+      long lead = Math.min(EXTEND_LEAD_NANOS, (end - start) / 4);
+      sleepUntil(end - lead);
+      long samples = recorder.ttft.count();
+      if (samples >= minSamples) {
+        break;
+      }
+      // at the rate so far, plus the lead; at least one lead further, so the loop looks again before the end
+      long elapsed = System.nanoTime() - start;
+      long projected = samples == 0 ? end - start + window.toNanos() : (long) (elapsed * (double) minSamples / samples);
+      end = Math.min(cap, Math.max(start + projected + lead, end + lead));
+      recorder.window(start, end);
+    }
     sleepUntil(end);
     long[] cpu1 = cpu(envoy, extProc);
     long rssAtEnd = extProc == null ? 0 : ProcessMeter.rssBytes(extProc.pid());
@@ -69,18 +101,22 @@ final class FlowLoad {
     } catch (java.util.concurrent.ExecutionException e) {
       recorder.problem("a lane failed: " + e.getCause());
     }
+    ExtProcWaits waits = new ExtProcWaits((start + wallOffset) / 1_000_000L, (end + wallOffset) / 1_000_000L);
+    long responses = recorder.checked.get();
+    if (!envoy.accessLog().drain(waits::accept, () -> waits.generationLines() >= responses, ACCESS_LOG_WAIT)) {
+      recorder.problem("fewer generation lines in Envoy's access log than generation responses");
+    }
     envoy.extProcFailures().forEach(
         (counter, n) -> recorder.problem("Envoy's ext_proc " + counter, n - failuresBefore.getOrDefault(counter, 0L)));
     problems.accept(recorder.problems());
     long flows = recorder.flowsInWindow.get();
     double perFlow = Math.max(1, flows);
+    double seconds = (end - start) / 1e9;
     return new RunStats(
-        flows / (window.toNanos() / 1e9),
-        recorder.ttft.percentile(0.50), recorder.ttft.percentile(0.99),
-        recorder.gap.percentile(0.50), recorder.gap.percentile(0.99),
+        flows / seconds, recorder.ttft, recorder.gap,
         (cpu1[0] - cpu0[0]) / perFlow, (cpu1[1] - cpu0[1]) / perFlow, (cpu1[2] - cpu0[2]) / perFlow,
         rssBefore, rssAtEnd, recorder.checked.get(), recorder.asExpected.get(), recorder.problemCount(),
-        recorder.timeline((int) (window.toMillis() / 1000)));
+        recorder.timeline((int) seconds), seconds, waits);
   }
 
   /** CPU used so far by Envoy, the ext_proc process (0 without one) and this JVM (client and workers). */

@@ -1,12 +1,12 @@
 package io.disaggusage.bench.envoy;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
 import io.disaggusage.extproc.testkit.RealVllm;
+import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import io.disaggusage.extproc.testkit.ToyProxy;
 import java.io.IOException;
@@ -28,8 +28,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.ToLongFunction;
-import java.util.function.UnaryOperator;
-import java.util.stream.Collectors;
 
 /**
  * The row with the real vLLM pair (issue 35): what the service adds to one P/D request in front of the real
@@ -56,13 +54,6 @@ final class RealEngineRow {
   /** Turns after the keepers start and before the second measurement: none of their start falls in it. */
   private static final int SETTLE_TURNS = 20;
   private static final ObjectMapper JSON = new ObjectMapper();
-  /**
-   * Envoy's own record of how long each of its ext_proc calls waited for the reply ({@code ExtProcLoggingInfo},
-   * one access-log field each): the processor's share of a leg, apart from what the engine took.
-   */
-  private static final List<String> EXT_PROC_WAITS = List.of(
-      "request_header_latency_us", "request_body_total_latency_us", "response_header_latency_us",
-      "response_body_total_latency_us");
   private static final List<String> LEGS = List.of("context", "generation");
 
   /** What the {@code envoy} command prints, and how many measured requests the service did not correct. */
@@ -115,9 +106,8 @@ final class RealEngineRow {
         ExtProcChild extProc = setup == Setup.SERVICE ? service : nullProcessor;
         Topology topology = new Topology(FreePorts.next(), FreePorts.next(), FreePorts.next(),
             List.of(pair.prefill.port()), List.of(pair.decode.port()), List.of(extProc.grpcPort));
-        Path accessLog = dir.resolve("envoy-" + setup.key + ".access.log");
-        EnvoyChild envoy = own(owned, EnvoyChild.start("envoy-" + setup.key, setup, topology, dir,
-            setup.extProc() ? RealEngineRow::withExtProcWaits : UnaryOperator.identity(), accessLog));
+        EnvoyChild envoy = own(owned, EnvoyChild.start(setup, topology, dir));
+        Path accessLog = envoy.accessLog().file();
         if (setup.extProc()) {
           envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
         }
@@ -154,23 +144,6 @@ final class RealEngineRow {
 
   private static String url(int port, String path) {
     return "http://127.0.0.1:" + port + path;
-  }
-
-  /**
-   * The shipped access-log format plus Envoy's ext_proc call latencies, one {@code xp_FIELD=} each. (A copy of
-   * what testkit's {@code ShippedBootstrap} is to offer for every user; this method is its one place here.)
-   */
-  private static ObjectNode withExtProcWaits(ObjectNode bootstrap) {
-    String fields = EXT_PROC_WAITS.stream()
-        .map(f -> " xp_" + f + "=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:" + f + ")%")
-        .collect(Collectors.joining());
-    for (JsonNode listener : bootstrap.at("/static_resources/listeners")) {
-      ObjectNode format = (ObjectNode) listener.at(
-          "/filter_chains/0/filters/0/typed_config/access_log/0/typed_config/log_format/text_format_source");
-      String line = format.path("inline_string").asText();
-      format.put("inline_string", line.substring(0, line.length() - 1) + fields + "\n");
-    }
-    return bootstrap;
   }
 
   private void warm(int count) throws IOException, InterruptedException {
@@ -268,7 +241,7 @@ final class RealEngineRow {
 
   /** A field in microseconds; 0 where Envoy wrote {@code -} (no such call). */
   private static long micros(Map<String, String> line, String field) {
-    String value = line.getOrDefault("xp_" + field, "-");
+    String value = line.getOrDefault(ShippedBootstrap.EXT_PROC_LATENCY_PREFIX + field, "-");
     return value.matches("\\d+") ? Long.parseLong(value) : 0;
   }
 
@@ -331,7 +304,7 @@ final class RealEngineRow {
     for (Measurement m : measurements) {
       m.lines().forEach((setup, byLeg) -> byLeg.forEach((leg, lines) -> {
         t.append(String.format(Locale.ROOT, "| %s | %s | %s |", m.label(), setup.title(), leg));
-        for (String field : EXT_PROC_WAITS) {
+        for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
           long[] values = sorted(lines.stream().mapToLong(l -> micros(l, field)).toArray());
           t.append(String.format(Locale.ROOT, " %d / %d |", percentile(values, 50), percentile(values, 90)));
         }
@@ -346,7 +319,7 @@ final class RealEngineRow {
     Map<Setup, long[]> waits = new EnumMap<>(Setup.class);
     m.lines().forEach((setup, byLeg) -> waits.put(setup, sorted(sumOfLegs(byLeg, l -> {
       long sum = 0;
-      for (String field : EXT_PROC_WAITS) {
+      for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
         sum += micros(l, field);
       }
       return 1000 * sum;

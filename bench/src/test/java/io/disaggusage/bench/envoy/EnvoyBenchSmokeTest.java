@@ -26,11 +26,21 @@ class EnvoyBenchSmokeTest {
     assertThat(result.cells()).hasSize(2); // no delay and 20 ms, at one concurrency
     for (EnvoyBench.Cell cell : result.cells()) {
       for (Setup setup : Setup.values()) {
-        RunStats s = cell.best().get(setup);
+        RunStats s = cell.combined().get(setup);
         assertThat(s.checked()).as("%s, %s delay: flows checked", setup.title(), cell.delay()).isPositive();
         assertThat(s.asExpected()).as("%s, %s delay: %s", setup.title(), cell.delay(),
             setup == Setup.SERVICE ? "corrected" : "untouched").isEqualTo(s.checked());
         assertThat(s.ttftP99()).as("%s TTFT measured", setup.title()).isPositive();
+        assertThat(s.ttftSamples()).as("%s, %s delay: TTFT samples (--min-samples of --quick)", setup.title(),
+            cell.delay()).isGreaterThanOrEqualTo(10);
+        assertThat(s.waits().generationLines()).as("%s, %s delay: a generation line in Envoy's access log per response",
+            setup.title(), cell.delay()).isGreaterThanOrEqualTo(s.checked());
+        if (setup.extProc()) {
+          assertThat(s.waits().of("request_header_latency_us").count())
+              .as("%s, %s delay: Envoy's ext_proc waits read from its access log", setup.title(), cell.delay()).isPositive();
+        } else {
+          assertThat(s.waits().of("request_header_latency_us").count()).as("no ext_proc, no waits").isZero();
+        }
       }
     }
     assertThat(result.restarts()).as("each ext_proc restarted and measured again").containsOnlyKeys(Setup.NULL, Setup.SERVICE);
@@ -44,7 +54,8 @@ class EnvoyBenchSmokeTest {
     assertThat(result.firstRunProblems().keySet()).as("problems of the service's first run and restart")
         .noneMatch(problem -> problem.contains(Setup.SERVICE.title()));
     String table = EnvoyBenchReport.render(result);
-    assertThat(table).contains("## After a restart of the ext_proc alone", "## Inter-token delay 0 ms", "## Inter-token delay 20 ms", "## (c) against (b)",
+    assertThat(table).contains("## After a restart of the ext_proc alone", "## Inter-token delay 0 ms", "## Inter-token delay 20 ms",
+        "### Envoy's ext_proc waits, generation leg, 20 ms", "| TTFT n |", "## (c) against (b)",
         "## ext_proc resident memory per open stream", "(c) this service");
   }
 }

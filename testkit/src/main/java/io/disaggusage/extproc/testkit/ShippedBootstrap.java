@@ -81,6 +81,40 @@ public final class ShippedBootstrap {
     return copy;
   }
 
+  /**
+   * Envoy's own record of how long each of its ext_proc calls waited for the processor ({@code ExtProcLoggingInfo}
+   * of the ext_proc filter, in microseconds; a body's is the sum over its calls): the processor's share of a
+   * request, apart from what the upstream took.
+   */
+  public static final List<String> EXT_PROC_LATENCIES = List.of(
+      "request_header_latency_us", "request_body_total_latency_us", "response_header_latency_us",
+      "response_body_total_latency_us");
+  /** What {@link #withExtProcLatencies} puts before each field's name in the access-log line. */
+  public static final String EXT_PROC_LATENCY_PREFIX = "xp_";
+
+  /**
+   * The bootstrap with every listener's access-log line ending in {@link #EXT_PROC_LATENCIES}, each as
+   * {@code xp_<field>=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:<field>)%} ({@code -} where the
+   * request had no ext_proc filter or call); the rest of the line is the shipped one.
+   */
+  public static ObjectNode withExtProcLatencies(ObjectNode bootstrap) {
+    ObjectNode copy = bootstrap.deepCopy();
+    StringBuilder fields = new StringBuilder();
+    for (String field : EXT_PROC_LATENCIES) {
+      fields.append(' ').append(EXT_PROC_LATENCY_PREFIX).append(field)
+          .append("=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:").append(field).append(")%");
+    }
+    for (JsonNode listener : copy.path("static_resources").path("listeners")) {
+      JsonNode format = listener.at("/filter_chains/0/filters/0/typed_config/access_log/0/typed_config/log_format/text_format_source");
+      String line = format.path("inline_string").asText();
+      if (!(format instanceof ObjectNode text) || !line.endsWith("\n")) {
+        throw new AssertionError("expected a text access-log format ending in a newline on listener " + listener.path("name"));
+      }
+      text.put("inline_string", line.substring(0, line.length() - 1) + fields + "\n");
+    }
+    return copy;
+  }
+
   public static String yaml(JsonNode bootstrap) {
     try {
       return YAML.writeValueAsString(bootstrap);

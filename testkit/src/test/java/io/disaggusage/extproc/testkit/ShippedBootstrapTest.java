@@ -31,6 +31,25 @@ class ShippedBootstrapTest {
     assertThat(bare).isEqualTo(shipped);
   }
 
+  @Test
+  void withExtProcLatenciesAppendsEnvoysCallLatenciesToEveryAccessLogLineAndChangesNothingElse() {
+    ObjectNode shipped = ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), TOPOLOGY);
+    ObjectNode logged = ShippedBootstrap.withExtProcLatencies(shipped);
+
+    for (String listener : List.of("context_egress", "generation_egress")) {
+      ObjectNode format = (ObjectNode) managerOf(logged, listener).at("/access_log/0/typed_config/log_format/text_format_source");
+      String line = format.path("inline_string").asText();
+      String before = managerOf(shipped, listener).at("/access_log/0/typed_config/log_format/text_format_source/inline_string").asText();
+      assertThat(line).startsWith(before.substring(0, before.length() - 1)).endsWith(
+          " xp_response_body_total_latency_us=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:response_body_total_latency_us)%\n");
+      for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
+        assertThat(line).contains(" xp_" + field + "=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:" + field + ")%");
+      }
+      format.put("inline_string", before);
+    }
+    assertThat(logged).isEqualTo(shipped);
+  }
+
   private static List<String> httpFilters(JsonNode bootstrap) {
     List<String> names = new ArrayList<>();
     for (String listener : List.of("context_egress", "generation_egress")) {
