@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.AccessLogLine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.e2e.TrueUsage.Usage;

@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.AccessLogLine;
 import io.disaggusage.e2e.PodLocalBootstrap.Pod;
 import io.disaggusage.e2e.PodLocalBootstrap.Role;
 import io.disaggusage.extproc.testkit.Wire;

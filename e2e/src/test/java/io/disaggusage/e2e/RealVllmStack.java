@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.AccessLogLine;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import java.time.Duration;

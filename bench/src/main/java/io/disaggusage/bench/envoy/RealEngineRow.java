@@ -2,6 +2,7 @@ package io.disaggusage.bench.envoy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.disaggusage.extproc.testkit.AccessLogLine;
 import io.disaggusage.extproc.testkit.ChildProcess;
 import io.disaggusage.extproc.testkit.FreePorts;
 import io.disaggusage.extproc.testkit.InstalledTools;
@@ -10,7 +11,6 @@ import io.disaggusage.extproc.testkit.ShippedBootstrap;
 import io.disaggusage.extproc.testkit.ShippedBootstrap.Topology;
 import io.disaggusage.extproc.testkit.ToyProxy;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -60,15 +60,15 @@ final class RealEngineRow {
   record Result(String table, long problems) {}
 
   /** One setup: its Envoy, the toy proxy in front of it and Envoy's access log. */
-  private record Rig(Setup setup, ToyProxy proxy, Path accessLog) {}
+  private record Rig(Setup setup, ToyProxy proxy, AccessLogTail accessLog) {}
 
   /**
    * One measurement of {@code requests} turns: each setup's latencies in turn order, and the access-log lines
    * of those requests of (b) and (c), by leg.
    */
-  private record Measurement(String label, long[][] nanos, Map<Setup, Map<String, List<Map<String, String>>>> lines) {
+  private record Measurement(String label, long[][] nanos, Map<Setup, Map<String, List<AccessLogLine>>> lines) {
     long corrected() {
-      return lines.get(Setup.SERVICE).get("generation").stream().filter(l -> "rewritten".equals(l.get("usage_outcome"))).count();
+      return lines.get(Setup.SERVICE).get("generation").stream().filter(l -> "rewritten".equals(l.field("usage_outcome"))).count();
     }
   }
 
@@ -76,7 +76,6 @@ final class RealEngineRow {
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
   private final List<Rig> rigs = new ArrayList<>();
   private final Consumer<String> log;
-  private int turns;
 
   private RealEngineRow(Consumer<String> log) {
     this.log = log;
@@ -107,12 +106,11 @@ final class RealEngineRow {
         Topology topology = new Topology(FreePorts.next(), FreePorts.next(), FreePorts.next(),
             List.of(pair.prefill.port()), List.of(pair.decode.port()), List.of(extProc.grpcPort));
         EnvoyChild envoy = own(owned, EnvoyChild.start(setup, topology, dir));
-        Path accessLog = envoy.accessLog().file();
         if (setup.extProc()) {
           envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
         }
         ToyProxy proxy = own(owned, new ToyProxy(path -> url(envoy.contextPort(), path), path -> url(envoy.generationPort(), path)));
-        row.rigs.add(new Rig(setup, proxy, accessLog));
+        row.rigs.add(new Rig(setup, proxy, envoy.accessLog()));
       }
       log.accept("real-engine row: " + o.realEngineWarmup() + " warm-up turns (one request per setup each)");
       row.warm(o.realEngineWarmup());
@@ -146,15 +144,18 @@ final class RealEngineRow {
     return "http://127.0.0.1:" + port + path;
   }
 
+  /** {@code count} turns, not measured; their access-log lines are read and dropped. */
   private void warm(int count) throws IOException, InterruptedException {
     for (int i = 0; i < count; i++) {
       for (Rig rig : rigs) {
         send(rig);
       }
-      turns++;
       if ((i + 1) % 250 == 0) {
         log.accept("  " + (i + 1) + " of " + count + " turns");
       }
+    }
+    for (Rig rig : rigs) {
+      linesByLeg(rig, count);
     }
   }
 
@@ -167,16 +168,13 @@ final class RealEngineRow {
         int setup = (i + k) % rigs.size();
         nanos[setup][i] = send(rigs.get(setup));
       }
-      turns++;
     }
-    Map<Setup, Map<String, List<Map<String, String>>>> lines = new EnumMap<>(Setup.class);
-    for (Rig rig : rigs.subList(1, rigs.size())) {
-      Map<String, List<Map<String, String>>> byLeg = new LinkedHashMap<>();
-      for (String leg : LEGS) {
-        List<Map<String, String>> all = awaitLines(rig, leg);
-        byLeg.put(leg, all.subList(turns - requests, turns));
+    Map<Setup, Map<String, List<AccessLogLine>>> lines = new EnumMap<>(Setup.class);
+    for (Rig rig : rigs) {
+      Map<String, List<AccessLogLine>> byLeg = linesByLeg(rig, requests);
+      if (rig.setup().extProc()) {
+        lines.put(rig.setup(), byLeg);
       }
-      lines.put(rig.setup(), byLeg);
     }
     return new Measurement(label, nanos, lines);
   }
@@ -196,52 +194,36 @@ final class RealEngineRow {
     long nanos = System.nanoTime() - begin;
     if (answer.statusCode() != 200) {
       throw new IllegalStateException(rig.setup().title() + ": the P/D request answered " + answer.statusCode() + ": "
-          + answer.body() + " (logs in " + rig.accessLog().getParent() + ")");
+          + answer.body() + " (logs in " + rig.accessLog().file().getParent() + ")");
     }
     return nanos;
   }
 
-  /** Envoy's access-log lines of {@code leg} once there is one for every request so far (Envoy flushes it in its own time). */
-  private List<Map<String, String>> awaitLines(Rig rig, String leg) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    while (true) {
-      List<Map<String, String>> lines = accessLog(rig.accessLog(), leg);
-      if (lines.size() >= turns) {
-        return lines;
+  /**
+   * The access-log lines of the last {@code requests} requests through {@code rig}, by leg, once Envoy has
+   * written them all (it flushes in its own time); the file is emptied after, so the next call reads only newer
+   * requests.
+   */
+  private static Map<String, List<AccessLogLine>> linesByLeg(Rig rig, int requests) throws InterruptedException {
+    Map<String, List<AccessLogLine>> byLeg = new LinkedHashMap<>();
+    LEGS.forEach(leg -> byLeg.put(leg, new ArrayList<>()));
+    boolean all = rig.accessLog().drain(text -> {
+      AccessLogLine line = AccessLogLine.parse(text.toString());
+      List<AccessLogLine> leg = byLeg.get(line.cluster());
+      if (leg != null) {
+        leg.add(line);
       }
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException(rig.setup().title() + ": " + lines.size() + " access-log lines of " + leg
-            + " after " + turns + " requests (" + rig.accessLog() + ")");
-      }
-      Thread.sleep(100);
+    }, () -> byLeg.values().stream().allMatch(l -> l.size() >= requests), Duration.ofSeconds(10));
+    if (!all) {
+      throw new IllegalStateException(rig.setup().title() + ": access-log lines per leg " + LEGS.stream()
+          .map(l -> l + " " + byLeg.get(l).size()).toList() + " after " + requests + " requests (" + rig.accessLog().file() + ")");
     }
-  }
-
-  /** The {@code key=value} fields of each line of the shipped access-log format whose cluster is {@code cluster}. */
-  private static List<Map<String, String>> accessLog(Path file, String cluster) {
-    List<Map<String, String>> lines = new ArrayList<>();
-    try {
-      for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
-        Map<String, String> fields = new LinkedHashMap<>();
-        for (String word : line.split(" ")) {
-          int eq = word.indexOf('=');
-          if (eq > 0) {
-            fields.put(word.substring(0, eq), word.substring(eq + 1));
-          }
-        }
-        if (cluster.equals(fields.get("cluster"))) {
-          lines.add(fields);
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return lines;
+    return byLeg;
   }
 
   /** A field in microseconds; 0 where Envoy wrote {@code -} (no such call). */
-  private static long micros(Map<String, String> line, String field) {
-    String value = line.getOrDefault(ShippedBootstrap.EXT_PROC_LATENCY_PREFIX + field, "-");
+  private static long micros(AccessLogLine line, String field) {
+    String value = line.field(ShippedBootstrap.EXT_PROC_LATENCY_PREFIX + field);
     return value.matches("\\d+") ? Long.parseLong(value) : 0;
   }
 
@@ -347,9 +329,9 @@ final class RealEngineRow {
   }
 
   /** Per request, {@code value} of its context line plus that of its generation line. */
-  private static long[] sumOfLegs(Map<String, List<Map<String, String>>> byLeg, ToLongFunction<Map<String, String>> value) {
-    List<Map<String, String>> context = byLeg.get("context");
-    List<Map<String, String>> generation = byLeg.get("generation");
+  private static long[] sumOfLegs(Map<String, List<AccessLogLine>> byLeg, ToLongFunction<AccessLogLine> value) {
+    List<AccessLogLine> context = byLeg.get("context");
+    List<AccessLogLine> generation = byLeg.get("generation");
     long[] sums = new long[context.size()];
     for (int i = 0; i < sums.length; i++) {
       sums[i] = value.applyAsLong(context.get(i)) + value.applyAsLong(generation.get(i));

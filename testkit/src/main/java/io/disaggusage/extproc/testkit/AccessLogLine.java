@@ -1,4 +1,4 @@
-package io.disaggusage.e2e;
+package io.disaggusage.extproc.testkit;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -8,8 +8,8 @@ import java.util.Map;
  * {@code [time] METHOD PATH STATUS cluster=... duration=...ms usage_outcome=... prompt_tokens=...}.
  * Envoy prints {@code -} for metadata the service did not send.
  */
-record AccessLogLine(String method, String path, int status, Map<String, String> fields) {
-  static AccessLogLine parse(String line) {
+public record AccessLogLine(String method, String path, int status, Map<String, String> fields) {
+  public static AccessLogLine parse(String line) {
     String rest = line.substring(line.indexOf(']') + 2);
     String[] words = rest.split(" ");
     Map<String, String> fields = new LinkedHashMap<>();
@@ -22,16 +22,16 @@ record AccessLogLine(String method, String path, int status, Map<String, String>
     return new AccessLogLine(words[0], words[1], Integer.parseInt(words[2]), fields);
   }
 
-  String field(String name) {
+  public String field(String name) {
     return fields.getOrDefault(name, "-");
   }
 
   /** Envoy's {@code duration=...ms}: from the first request byte to the last response byte. */
-  long durationMillis() {
+  public long durationMillis() {
     return Long.parseLong(field("duration").replace("ms", ""));
   }
 
-  String cluster() {
+  public String cluster() {
     return field("cluster");
   }
 }
