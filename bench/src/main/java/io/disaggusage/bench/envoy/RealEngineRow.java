@@ -44,7 +44,8 @@ import java.util.function.ToLongFunction;
  * one-request-at-a-time workload pays a vCPU's wake-up; the keepers take only CPU time nobody else wants).
  * Each measurement gives each setup's client-observed latency of the whole P/D request (median, p90, p99),
  * what (b) and (c) add at the median as the median of the paired differences (each request against the (a)
- * request of its turn), and how long Envoy itself recorded waiting for its ext_proc server in (b) and (c)
+ * request of its turn; {@link PairedDifferences}: with a bootstrap interval, and over the pairs that took
+ * the engines' same path), and how long Envoy itself recorded waiting for its ext_proc server in (b) and (c)
  * ({@code %FILTER_STATE(envoy.filters.http.ext_proc:FIELD:…)%} in the access log): summed over both legs,
  * and per leg and phase.
  */
@@ -316,16 +317,29 @@ final class RealEngineRow {
           ms(percentile(sorted, 50)), ms(percentile(sorted, 90)), ms(percentile(sorted, 99)),
           w == null ? "-" : ms(percentile(w, 50)), w == null ? "-" : ms(percentile(w, 90)), w == null ? "-" : ms(percentile(w, 99))));
     }
+    PairedDifferences nullAdds = PairedDifferences.of(nanos[Setup.NULL.ordinal()], nanos[Setup.BARE.ordinal()]);
+    PairedDifferences serviceAdds = PairedDifferences.of(nanos[Setup.SERVICE.ordinal()], nanos[Setup.BARE.ordinal()]);
+    PairedDifferences overNull = PairedDifferences.of(nanos[Setup.SERVICE.ordinal()], nanos[Setup.NULL.ordinal()]);
     t.append(String.format(Locale.ROOT,
         "%nAdded at the median over (a), as the median of the paired differences (each request against the (a)"
-            + " request of the same turn): (b) %s, (c) %s; (c) over (b): %s. Envoy's ext_proc wait at the median,"
-            + " (c) − (b): %s. Corrected by the service: %d of %d.%n",
-        ms(pairedMedian(nanos[Setup.NULL.ordinal()], nanos[Setup.BARE.ordinal()])),
-        ms(pairedMedian(nanos[Setup.SERVICE.ordinal()], nanos[Setup.BARE.ordinal()])),
-        ms(pairedMedian(nanos[Setup.SERVICE.ordinal()], nanos[Setup.NULL.ordinal()])),
+            + " request of the same turn), with a bootstrap 95 %% interval: (b) %s, (c) %s; (c) over (b): %s."
+            + " Over the pairs whose two requests took the engines' same path (differing by under %d ms): (b) %s,"
+            + " (c) %s; (c) over (b): %s. Envoy's ext_proc wait at the median, (c) − (b): %s. Corrected by the"
+            + " service: %d of %d.%n",
+        withInterval(nullAdds), withInterval(serviceAdds), withInterval(overNull),
+        PairedDifferences.SAME_PATH_NANOS / 1_000_000,
+        samePath(nullAdds), samePath(serviceAdds), samePath(overNull),
         ms(percentile(waits.get(Setup.SERVICE), 50) - percentile(waits.get(Setup.NULL), 50)),
         m.corrected(), nanos[Setup.SERVICE.ordinal()].length));
     return t.toString();
+  }
+
+  private static String withInterval(PairedDifferences p) {
+    return String.format(Locale.ROOT, "%s (%.2f–%.2f)", ms(p.median()), p.low() / 1e6, p.high() / 1e6);
+  }
+
+  private static String samePath(PairedDifferences p) {
+    return String.format(Locale.ROOT, "%s (%d of %d pairs)", ms(p.samePathMedian()), p.samePath(), p.pairs());
   }
 
   /** Per request, {@code value} of its context line plus that of its generation line. */
@@ -337,14 +351,6 @@ final class RealEngineRow {
       sums[i] = value.applyAsLong(context.get(i)) + value.applyAsLong(generation.get(i));
     }
     return sums;
-  }
-
-  private static long pairedMedian(long[] x, long[] y) {
-    long[] d = new long[x.length];
-    for (int i = 0; i < x.length; i++) {
-      d[i] = x[i] - y[i];
-    }
-    return percentile(sorted(d), 50);
   }
 
   private static long[] sorted(long[] values) {
