@@ -21,7 +21,7 @@ import java.util.Locale;
  *   --rounds 2           runs per setup and cell, the order of the setups reversed every other round
  *   --soak 600s          then the service alone at 64 flows for this long, its resident memory sampled (0: none)
  *   --real-engine on     then the row with the real vLLM pair ({@link RealEngineRow}; --quick: off)
- *   --real-engine-requests 200   measured P/D requests per setup, as is and again with CPU keepers
+ *   --real-engine-requests 600   measured P/D requests per setup, as is and again with CPU keepers
  *   --real-engine-warmup 1000    warm-up turns (one request per setup each) before the first measurement
  *   --only-real-engine   only that row: none of the runs above
  * </pre>
@@ -50,7 +50,7 @@ record EnvoyBenchOptions(
     Duration soak = Duration.ZERO;
     boolean realEngine = !quick;
     boolean onlyRealEngine = false;
-    int realEngineRequests = 200;
+    int realEngineRequests = 600;
     int realEngineWarmup = 1000;
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--quick")) {

@@ -12,7 +12,7 @@ class EnvoyBenchOptionsTest {
     EnvoyBenchOptions o = EnvoyBenchOptions.parse();
     assertThat(o.realEngine()).isTrue();
     assertThat(o.onlyRealEngine()).isFalse();
-    assertThat(o.realEngineRequests()).isEqualTo(200);
+    assertThat(o.realEngineRequests()).isEqualTo(600);
     assertThat(o.realEngineWarmup()).isEqualTo(1000);
     assertThat(o.concurrency()).containsExactly(16, 64, 256);
   }
