@@ -24,6 +24,7 @@ record PairedDifferences(long median, long low, long high, long samePathMedian, 
   /** Pairs further apart than this took different paths through the engines. */
   static final long SAME_PATH_NANOS = 10_000_000;
 
+  /** Bootstrap resamples; the interval is their 2.5th and 97.5th percentile, nearest rank. */
   private static final int RESAMPLES = 2000;
   /** Fixed: the interval of a given run is reproducible. */
   private static final long SEED = 35;
@@ -47,7 +48,7 @@ record PairedDifferences(long median, long low, long high, long samePathMedian, 
     Arrays.sort(resampled);
     return new PairedDifferences(
         median(d),
-        resampled[(int) (RESAMPLES * 0.025)],
+        resampled[(int) (RESAMPLES * 0.025) - 1],
         resampled[(int) (RESAMPLES * 0.975) - 1],
         close.length == 0 ? 0 : median(close),
         close.length,
