@@ -266,12 +266,16 @@ class RealVllmTest {
   @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
   void smgClientsReadTheTruth(boolean stream) {
     routedFlowsReadTheTruth("real-vllm-smg-" + stream, RouterKind.SMG_NIXL, stream, decode -> {
-      Exchange prefill = stack.prefill.last(Shape.CHAT_JSON.path);
-      assertThat(decode.requestId()).as("Envoy's id per leg: SMG sends none").isNotEqualTo(prefill.requestId());
       JsonNode handedOn = RouterClients.parseJson(decode.requestText()).path("kv_transfer_params");
+      String handle = handedOn.path("remote_request_id").asText();
+      assertThat(handle).as("the KV handle relayed: chatcmpl-<the prefill's x-request-id>-<8 hex>")
+          .matches("chatcmpl-.+-[0-9a-f]{8}");
+      // The prefill the handle names (the same prompt twice takes the same blocks, so only the id tells
+      // which prefill this decode follows).
+      Exchange prefill = stack.prefill.only(Shape.CHAT_JSON.path, handle.substring(9, handle.length() - 9));
+      assertThat(decode.requestId()).as("Envoy's id per leg: SMG sends none").isNotEqualTo(prefill.requestId());
       assertThat(handedOn).as("the prefill's kv_transfer_params, relayed")
           .isEqualTo(RouterClients.parseJson(prefill.responseText()).path("kv_transfer_params"));
-      assertThat(handedOn.path("remote_request_id").asText()).startsWith("chatcmpl-" + prefill.requestId() + "-");
       return prefill;
     });
   }
@@ -297,8 +301,9 @@ class RealVllmTest {
       for (int i = 0; i < 2; i++) {
         long before = rewritten();
         int lines = stack.generationLines(Shape.CHAT_JSON.path).size();
+        int decodes = stack.decode.count(Shape.CHAT_JSON.path);
         String client = RouterClients.curl(router.url(Shape.CHAT_JSON.path), body, stream);
-        Exchange decode = stack.decode.last(Shape.CHAT_JSON.path);
+        Exchange decode = stack.decode.lastAfter(Shape.CHAT_JSON.path, decodes);
         Exchange prefill = prefillOf.apply(decode);
         JsonNode c = RouterClients.parseJson(prefill.responseText()).path("usage");
         List<JsonNode> engine = RealFlowCheck.usageObjects(decode.responseText(), stream);
@@ -325,8 +330,9 @@ class RealVllmTest {
       for (int i = 0; i < 2; i++) {
         long before = rewritten();
         int lines = stack.generationLines(Shape.CHAT_JSON.path).size();
+        int decodes = stack.decode.count(Shape.CHAT_JSON.path);
         String client = RouterClients.curl(sidecar.url(Shape.CHAT_JSON.path), body, stream, Map.of(LlmdClients.PREFILLER, prefiller));
-        Exchange decode = stack.decode.last(Shape.CHAT_JSON.path);
+        Exchange decode = stack.decode.lastAfter(Shape.CHAT_JSON.path, decodes);
         Exchange prefill = stack.prefill.only(Shape.CHAT_JSON.path, decode.requestId());
         JsonNode read = RealFlowCheck.assertCorrected(prefill, decode, client, stream);
         if (i == 1) {

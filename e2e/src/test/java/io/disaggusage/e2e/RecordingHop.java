@@ -69,13 +69,20 @@ final class RecordingHop implements AutoCloseable {
     return one(path + " exchange answered with id " + responseId, e -> e.path().equals(path) && e.responseText().contains(member));
   }
 
-  /** The last exchange on {@code path} recorded so far. */
-  Exchange last(String path) {
+  /**
+   * The last exchange on {@code path}, once more than {@code before} exchanges on it are recorded: the
+   * one a client has just had its answer from, which the hop records a moment after relaying its last
+   * byte.
+   */
+  Exchange lastAfter(String path, int before) {
+    Processes.await("a new " + path + " exchange recorded at " + target, Duration.ofSeconds(5), () -> count(path) > before);
     List<Exchange> found = all().stream().filter(e -> e.path().equals(path)).toList();
-    if (found.isEmpty()) {
-      throw new AssertionError("no " + path + " exchange recorded at " + target);
-    }
     return found.get(found.size() - 1);
+  }
+
+  /** How many exchanges on {@code path} are recorded so far. */
+  int count(String path) {
+    return (int) all().stream().filter(e -> e.path().equals(path)).count();
   }
 
   private Exchange one(String what, java.util.function.Predicate<Exchange> which) {
