@@ -39,7 +39,8 @@ final class BenchStack implements AutoCloseable {
    * Starts everything; fails before starting anything when Envoy or the shipped jar is missing, with
    * the command that installs or builds it.
    */
-  static BenchStack start(FlowBodies bodies, Path dir, Consumer<String> log) throws InterruptedException {
+  static BenchStack start(FlowBodies bodies, List<String> serviceJvmOptions, Path dir, Consumer<String> log)
+      throws InterruptedException {
     InstalledTools.envoy(EnvoyChild.RELEASE);
     InstalledTools.serviceJar();
     BenchStack stack = new BenchStack();
@@ -48,7 +49,7 @@ final class BenchStack implements AutoCloseable {
       stack.generation = stack.own(new StreamingWorker(stack.workerLoops, StreamingWorker.Role.GENERATION, bodies));
       log.accept("starting the null processor and the service (java -jar " + InstalledTools.serviceJar().getFileName() + ")");
       stack.extProcs.put(Setup.NULL, stack.own(ExtProcChild.nullProcessor(dir)));
-      stack.extProcs.put(Setup.SERVICE, stack.own(ExtProcChild.service(dir)));
+      stack.extProcs.put(Setup.SERVICE, stack.own(ExtProcChild.service(dir, serviceJvmOptions)));
       for (Setup setup : Setup.values()) {
         // (a) keeps the shipped service cluster (unused, health-checked): point it at the null processor
         ExtProcChild extProc = stack.extProcs.getOrDefault(setup, stack.extProcs.get(Setup.NULL));

@@ -126,7 +126,7 @@ public final class EnvoyBench {
     Map<String, Long> firstRunProblems = new TreeMap<>();
     Map<Setup, RunStats> firstRuns = new EnumMap<>(Setup.class);
     List<Cell> cells = new ArrayList<>();
-    try (BenchStack stack = BenchStack.start(bodies, logs, log)) {
+    try (BenchStack stack = BenchStack.start(bodies, o.serviceJvmOptions(), logs, log)) {
       FlowLoad load = new FlowLoad(stack, clientLoops, bodies);
       // Every process is fresh here (the JIT has compiled little, the null processor has no warm-up of its
       // own): one run each, shown apart, so the measured rounds compare warmed-up setups.

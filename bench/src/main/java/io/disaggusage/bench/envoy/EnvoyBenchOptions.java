@@ -24,17 +24,19 @@ import java.util.Locale;
  *   --real-engine-requests 600   measured P/D requests per setup, as is and again with CPU keepers
  *   --real-engine-warmup 1000    warm-up turns (one request per setup each) before the first measurement
  *   --only-real-engine   only that row: none of the runs above
+ *   --service-jvm-options "-XX:…"  JVM options put before the README's for the service's JVM (all runs; none by
+ *                        default), to weigh a JVM setting against the same floor, e.g. -XX:CompileThresholdScaling=0.1
  * </pre>
  */
 record EnvoyBenchOptions(
     boolean quick, List<Duration> delays, int[] concurrency, Duration duration, int minSamples, Duration maxWindow,
     Duration warmup, int events, int rounds, Duration soak, boolean realEngine, boolean onlyRealEngine,
-    int realEngineRequests, int realEngineWarmup) {
+    int realEngineRequests, int realEngineWarmup, List<String> serviceJvmOptions) {
 
   /** The options that take a value, as the usage message shows them. */
   private static final List<String> OPTIONS = List.of("--delays", "--concurrency", "--duration", "--min-samples",
       "--max-window", "--warmup", "--events", "--rounds", "--soak", "--real-engine", "--real-engine-requests",
-      "--real-engine-warmup");
+      "--real-engine-warmup", "--service-jvm-options");
 
   /** The options; {@code --quick} first sets the tiny run, the others then override either. */
   static EnvoyBenchOptions parse(String... args) {
@@ -52,6 +54,7 @@ record EnvoyBenchOptions(
     boolean onlyRealEngine = false;
     int realEngineRequests = 600;
     int realEngineWarmup = 1000;
+    List<String> serviceJvmOptions = List.of();
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--quick")) {
         continue;
@@ -78,6 +81,7 @@ record EnvoyBenchOptions(
         case "--real-engine" -> realEngine = onOff(args[i], value);
         case "--real-engine-requests" -> realEngineRequests = Integer.parseInt(value);
         case "--real-engine-warmup" -> realEngineWarmup = Integer.parseInt(value);
+        case "--service-jvm-options" -> serviceJvmOptions = jvmOptions(value);
         default -> throw new IllegalStateException(args[i]); // OPTIONS and the cases name the same options
       }
       i++;
@@ -93,7 +97,18 @@ record EnvoyBenchOptions(
       throw new IllegalArgumentException("--real-engine-requests needs at least 1, --real-engine-warmup at least 0");
     }
     return new EnvoyBenchOptions(quick, delays, concurrency, duration, minSamples, maxWindow, warmup, events, rounds,
-        soak, realEngine || onlyRealEngine, onlyRealEngine, realEngineRequests, realEngineWarmup);
+        soak, realEngine || onlyRealEngine, onlyRealEngine, realEngineRequests, realEngineWarmup, serviceJvmOptions);
+  }
+
+  /** The options split on white space; each must start with {@code -} (a JVM option, not an argument of the jar). */
+  private static List<String> jvmOptions(String value) {
+    List<String> options = value.isBlank() ? List.of() : List.of(value.trim().split("\\s+"));
+    for (String option : options) {
+      if (!option.startsWith("-")) {
+        throw new IllegalArgumentException("--service-jvm-options takes JVM options (each starting with -), not " + option);
+      }
+    }
+    return options;
   }
 
   /**

@@ -15,6 +15,13 @@ import java.util.Map;
 final class EnvoyBenchReport {
   private EnvoyBenchReport() {}
 
+  /** The line that says which JVM options the service ran with besides the README's; empty without any. */
+  static String serviceJvmOptions(EnvoyBenchOptions o) {
+    return o.serviceJvmOptions().isEmpty() ? "" : String.format(Locale.ROOT,
+        "The service's JVM ran with %s before the README's options (--service-jvm-options): not as shipped.%n",
+        String.join(" ", o.serviceJvmOptions()));
+  }
+
   static String render(Result r) {
     EnvoyBenchOptions o = r.options();
     StringBuilder md = new StringBuilder();
@@ -33,6 +40,7 @@ final class EnvoyBenchReport {
     md.append("TTFT: from writing the decode request to the first socket read that brings body bytes; gap: between"
         + " two such reads of one response; both at the client. CPU per completed flow from /proc/<pid>/stat:"
         + " Envoy, the ext_proc process, and the benchmark's own JVM (client and both workers).\n");
+    md.append(EnvoyBenchReport.serviceJvmOptions(o));
     firstRuns(md, r);
     restarts(md, r);
     for (Duration delay : o.delays()) {

@@ -18,28 +18,32 @@ import java.util.List;
 final class ExtProcChild extends ChildProcess {
   final int grpcPort;
   private final boolean service;
+  /** JVM options put before the README's (the service only; {@code --service-jvm-options}). */
+  private final List<String> jvmOptions;
 
-  private ExtProcChild(String name, Path log, int grpcPort, boolean service) {
+  private ExtProcChild(String name, Path log, int grpcPort, boolean service, List<String> jvmOptions) {
     super(name, log, Duration.ofSeconds(5));
     this.grpcPort = grpcPort;
     this.service = service;
+    this.jvmOptions = jvmOptions;
   }
 
   /**
    * The service as the README starts it ({@link InstalledTools#serviceCommand()}: its JVM options, the
    * class-data archive, the jar) with the settings {@code deploy/envoy/envoy.yaml} names, once
-   * its {@code /readyz} says ready (warm-up done, gRPC health SERVING).
+   * its {@code /readyz} says ready (warm-up done, gRPC health SERVING); {@code jvmOptions} go before the README's.
    */
-  static ExtProcChild service(Path dir) {
-    return service(dir, FreePorts.next());
+  static ExtProcChild service(Path dir, List<String> jvmOptions) {
+    return service(dir, FreePorts.next(), jvmOptions);
   }
 
-  private static ExtProcChild service(Path dir, int grpc) {
+  private static ExtProcChild service(Path dir, int grpc, List<String> jvmOptions) {
     int admin = FreePorts.next();
     List<String> command = new ArrayList<>(InstalledTools.serviceCommand());
+    command.addAll(1, jvmOptions);
     command.addAll(List.of("--grpc-port", Integer.toString(grpc), "--admin-port", Integer.toString(admin)));
     command.addAll(ShippedBootstrap.SERVICE_SETTINGS);
-    ExtProcChild child = new ExtProcChild("the service", dir.resolve("service.log"), grpc, true);
+    ExtProcChild child = new ExtProcChild("the service", dir.resolve("service.log"), grpc, true, jvmOptions);
     return started(child, command, () -> LoopbackGet.ok(admin, "/readyz"), "/readyz");
   }
 
@@ -51,7 +55,7 @@ final class ExtProcChild extends ChildProcess {
   private static ExtProcChild nullProcessor(Path dir, int grpc) {
     List<String> command = List.of(java(), "-cp", System.getProperty("java.class.path"),
         NullProcessorServer.class.getName(), Integer.toString(grpc));
-    ExtProcChild child = new ExtProcChild("the null processor", dir.resolve("null-processor.log"), grpc, false);
+    ExtProcChild child = new ExtProcChild("the null processor", dir.resolve("null-processor.log"), grpc, false, List.of());
     return started(child, command, () -> FreePorts.accepts(grpc), "a listening port");
   }
 
@@ -61,7 +65,7 @@ final class ExtProcChild extends ChildProcess {
    */
   ExtProcChild startAgain() {
     Path dir = log().getParent();
-    return service ? service(dir, grpcPort) : nullProcessor(dir, grpcPort);
+    return service ? service(dir, grpcPort, jvmOptions) : nullProcessor(dir, grpcPort);
   }
 
   private static ExtProcChild started(

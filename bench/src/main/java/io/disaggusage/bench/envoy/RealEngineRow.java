@@ -47,7 +47,11 @@ import java.util.function.ToLongFunction;
  * request of its turn; {@link PairedDifferences}: with a bootstrap interval, and over the pairs that took
  * the engines' same path), and how long Envoy itself recorded waiting for its ext_proc server in (b) and (c)
  * ({@code %FILTER_STATE(envoy.filters.http.ext_proc:FIELD:…)%} in the access log): summed over both legs,
- * and per leg and phase.
+ * and per leg and phase. Where each setup's time went, from Envoy's own spans of both legs: the engines
+ * (upstream), inside Envoy less the upstream (its filters, the ext_proc waits among them), and outside Envoy
+ * (the toy proxy, the client, the hops between), each with its paired median over (a). And how much the
+ * ext_proc JVMs' JIT compiled and their collectors collected during the measured turns and each 250 warm-up
+ * turns ({@link JvmActivity}): a compile runs beside the request on a two-core machine.
  */
 final class RealEngineRow {
   private static final String PATH = "/v1/chat/completions";
@@ -67,7 +71,15 @@ final class RealEngineRow {
    * One measurement of {@code requests} turns: each setup's latencies in turn order, and the access-log lines
    * of those requests of (b) and (c), by leg.
    */
-  private record Measurement(String label, long[][] nanos, Map<Setup, Map<String, List<AccessLogLine>>> lines) {
+  private record Measurement(
+      String label, long[][] nanos, Map<Setup, Map<String, List<AccessLogLine>>> lines, Map<Setup, JvmActivity> jvms) {
+    /** The lines of (b) and (c), the setups with an ext_proc filter. */
+    Map<Setup, Map<String, List<AccessLogLine>>> extProcLines() {
+      Map<Setup, Map<String, List<AccessLogLine>>> filtered = new EnumMap<>(lines);
+      filtered.keySet().removeIf(setup -> !setup.extProc());
+      return filtered;
+    }
+
     long corrected() {
       return lines.get(Setup.SERVICE).get("generation").stream().filter(l -> "rewritten".equals(l.field("usage_outcome"))).count();
     }
@@ -76,6 +88,8 @@ final class RealEngineRow {
   private final HttpClient client =
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
   private final List<Rig> rigs = new ArrayList<>();
+  /** The ext_proc JVMs of (b) and (c), whose JIT and collector activity each measurement reports. */
+  private final Map<Setup, ExtProcChild> extProcs = new EnumMap<>(Setup.class);
   private final Consumer<String> log;
 
   private RealEngineRow(Consumer<String> log) {
@@ -99,8 +113,10 @@ final class RealEngineRow {
       RealVllm pair = own(owned, RealVllm.start(dir));
       log.accept(pair.readiness());
       ExtProcChild nullProcessor = own(owned, ExtProcChild.nullProcessor(dir));
-      ExtProcChild service = own(owned, ExtProcChild.service(dir));
+      ExtProcChild service = own(owned, ExtProcChild.service(dir, o.serviceJvmOptions()));
       RealEngineRow row = new RealEngineRow(log);
+      row.extProcs.put(Setup.NULL, nullProcessor);
+      row.extProcs.put(Setup.SERVICE, service);
       for (Setup setup : Setup.values()) {
         // (a) keeps the shipped service cluster (unused, health-checked): point it at the null processor
         ExtProcChild extProc = setup == Setup.SERVICE ? service : nullProcessor;
@@ -147,12 +163,18 @@ final class RealEngineRow {
 
   /** {@code count} turns, not measured; their access-log lines are read and dropped. */
   private void warm(int count) throws IOException, InterruptedException {
+    Map<Setup, JvmActivity> since = jvmActivity();
     for (int i = 0; i < count; i++) {
       for (Rig rig : rigs) {
         send(rig);
       }
       if ((i + 1) % 250 == 0) {
-        log.accept("  " + (i + 1) + " of " + count + " turns");
+        Map<Setup, JvmActivity> now = jvmActivity();
+        StringBuilder line = new StringBuilder("  " + (i + 1) + " of " + count + " turns; in the last 250:");
+        now.forEach((setup, activity) -> line.append(' ').append(setup.title()).append(' ')
+            .append(activity.since(since.get(setup)).describe()).append(';'));
+        log.accept(line.substring(0, line.length() - 1));
+        since.putAll(now);
       }
     }
     for (Rig rig : rigs) {
@@ -162,6 +184,7 @@ final class RealEngineRow {
 
   private Measurement measure(String label, int requests) throws IOException, InterruptedException {
     log.accept("real-engine row: measuring " + requests + " turns, " + label);
+    Map<Setup, JvmActivity> before = jvmActivity();
     long[][] nanos = new long[rigs.size()][requests];
     for (int i = 0; i < requests; i++) {
       // a b c, b c a, c a b, …: each setup as often first, second and third
@@ -170,14 +193,22 @@ final class RealEngineRow {
         nanos[setup][i] = send(rigs.get(setup));
       }
     }
+    Map<Setup, JvmActivity> during = jvmActivity();
+    during.replaceAll((setup, after) -> after.since(before.get(setup)));
     Map<Setup, Map<String, List<AccessLogLine>>> lines = new EnumMap<>(Setup.class);
     for (Rig rig : rigs) {
-      Map<String, List<AccessLogLine>> byLeg = linesByLeg(rig, requests);
-      if (rig.setup().extProc()) {
-        lines.put(rig.setup(), byLeg);
-      }
+      lines.put(rig.setup(), linesByLeg(rig, requests));
     }
-    return new Measurement(label, nanos, lines);
+    return new Measurement(label, nanos, lines, during);
+  }
+
+  /** The JIT and collector counters of the (b) and (c) JVMs now. */
+  private Map<Setup, JvmActivity> jvmActivity() throws IOException, InterruptedException {
+    Map<Setup, JvmActivity> now = new EnumMap<>(Setup.class);
+    for (Map.Entry<Setup, ExtProcChild> e : extProcs.entrySet()) {
+      now.put(e.getKey(), JvmActivity.read(e.getValue().pid()));
+    }
+    return now;
   }
 
   /** One P/D request with a fresh prompt through {@code rig}'s toy proxy; its latency in nanoseconds at the client. */
@@ -222,9 +253,14 @@ final class RealEngineRow {
     return byLeg;
   }
 
-  /** A field in microseconds; 0 where Envoy wrote {@code -} (no such call). */
+  /** An ext_proc latency field in microseconds; 0 where Envoy wrote {@code -} (no such call). */
   private static long micros(AccessLogLine line, String field) {
-    String value = line.field(ShippedBootstrap.EXT_PROC_LATENCY_PREFIX + field);
+    return span(line, ShippedBootstrap.EXT_PROC_LATENCY_PREFIX + field);
+  }
+
+  /** A field of the line in microseconds; 0 where Envoy wrote {@code -}. */
+  private static long span(AccessLogLine line, String field) {
+    String value = line.field(field);
     return value.matches("\\d+") ? Long.parseLong(value) : 0;
   }
 
@@ -278,14 +314,16 @@ final class RealEngineRow {
             + " one-request-at-a-time workload pays; the keepers keep the vCPUs awake and take only CPU time nobody"
             + " else wants.%n",
         EnvoyChild.RELEASE, o.realEngineRequests(), MAX_TOKENS, o.realEngineWarmup()));
+    t.append(EnvoyBenchReport.serviceJvmOptions(o));
     for (Measurement m : measurements) {
       t.append(latencyTable(m));
+      t.append(spanTable(m));
     }
     t.append(String.format(Locale.ROOT, "%n### Envoy's ext_proc call latencies per leg and phase (µs, p50 / p90)%n%n"
         + "| run | setup | leg | request headers | request body | response headers | response body |%n"
         + "|---|---|---|---|---|---|---|%n"));
     for (Measurement m : measurements) {
-      m.lines().forEach((setup, byLeg) -> byLeg.forEach((leg, lines) -> {
+      m.extProcLines().forEach((setup, byLeg) -> byLeg.forEach((leg, lines) -> {
         t.append(String.format(Locale.ROOT, "| %s | %s | %s |", m.label(), setup.title(), leg));
         for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
           long[] values = sorted(lines.stream().mapToLong(l -> micros(l, field)).toArray());
@@ -300,7 +338,7 @@ final class RealEngineRow {
   private static String latencyTable(Measurement m) {
     long[][] nanos = m.nanos();
     Map<Setup, long[]> waits = new EnumMap<>(Setup.class);
-    m.lines().forEach((setup, byLeg) -> waits.put(setup, sorted(sumOfLegs(byLeg, l -> {
+    m.extProcLines().forEach((setup, byLeg) -> waits.put(setup, sorted(sumOfLegs(byLeg, l -> {
       long sum = 0;
       for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
         sum += micros(l, field);
@@ -331,7 +369,55 @@ final class RealEngineRow {
         samePath(nullAdds), samePath(serviceAdds), samePath(overNull),
         ms(percentile(waits.get(Setup.SERVICE), 50) - percentile(waits.get(Setup.NULL), 50)),
         m.corrected(), nanos[Setup.SERVICE.ordinal()].length));
+    StringBuilder jvms = new StringBuilder();
+    m.jvms().forEach((setup, activity) -> jvms.append(jvms.length() == 0 ? "" : "; ").append(setup.title())
+        .append(": ").append(activity.describe()));
+    t.append(String.format(Locale.ROOT, "During these turns the ext_proc JVMs' JIT and collectors did: %s.%n", jvms));
     return t.toString();
+  }
+
+  /**
+   * Where each setup's requests spent their time, from Envoy's spans ({@link ShippedBootstrap#ENVOY_SPAN},
+   * {@link ShippedBootstrap#UPSTREAM_SPAN}) of both legs: the engines (upstream), inside Envoy less the upstream
+   * (filters, ext_proc waits, Envoy's own work), and outside Envoy (the toy proxy, the client, the hops between).
+   */
+  private static String spanTable(Measurement m) {
+    StringBuilder t = new StringBuilder(String.format(Locale.ROOT, "%n#### Where the time went, %s (ms; median, and"
+        + " the median of the paired differences over (a))%n%n"
+        + "| setup | engines (upstream, both legs) | over (a) | inside Envoy less upstream | over (a) | outside Envoy | over (a) |%n"
+        + "|---|---|---|---|---|---|---|%n", m.label()));
+    Map<Setup, long[][]> parts = new EnumMap<>(Setup.class);
+    for (Setup setup : Setup.values()) {
+      Map<String, List<AccessLogLine>> byLeg = m.lines().get(setup);
+      long[] upstream = sumOfLegs(byLeg, l -> 1000 * span(l, ShippedBootstrap.UPSTREAM_SPAN));
+      long[] envoy = sumOfLegs(byLeg, l -> 1000 * span(l, ShippedBootstrap.ENVOY_SPAN));
+      long[] client = m.nanos()[setup.ordinal()];
+      long[] inside = new long[upstream.length];
+      long[] outside = new long[upstream.length];
+      for (int i = 0; i < upstream.length; i++) {
+        inside[i] = envoy[i] - upstream[i];
+        outside[i] = client[i] - envoy[i];
+      }
+      parts.put(setup, new long[][] {upstream, inside, outside});
+    }
+    long[][] bare = parts.get(Setup.BARE);
+    parts.forEach((setup, p) -> {
+      t.append("| ").append(setup.title());
+      for (int k = 0; k < p.length; k++) {
+        t.append(" | ").append(ms(PairedDifferences.median(p[k]))).append(" | ")
+            .append(setup == Setup.BARE ? "-" : ms(PairedDifferences.median(differences(p[k], bare[k]))));
+      }
+      t.append(String.format(Locale.ROOT, " |%n"));
+    });
+    return t.toString();
+  }
+
+  private static long[] differences(long[] x, long[] y) {
+    long[] d = new long[x.length];
+    for (int i = 0; i < d.length; i++) {
+      d[i] = x[i] - y[i];
+    }
+    return d;
   }
 
   private static String withInterval(PairedDifferences p) {

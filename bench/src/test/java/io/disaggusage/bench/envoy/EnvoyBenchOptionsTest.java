@@ -35,4 +35,20 @@ class EnvoyBenchOptionsTest {
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> EnvoyBenchOptions.parse("--real-engine", "maybe")).hasMessageContaining("on or off");
   }
+
+  /** The service runs as the README starts it unless JVM options are given; the report then says so. */
+  @Test
+  void serviceJvmOptionsAreNoneByDefaultAndNamedInTheReport() {
+    EnvoyBenchOptions shipped = EnvoyBenchOptions.parse();
+    assertThat(shipped.serviceJvmOptions()).isEmpty();
+    assertThat(EnvoyBenchReport.serviceJvmOptions(shipped)).isEmpty();
+
+    EnvoyBenchOptions tried =
+        EnvoyBenchOptions.parse("--service-jvm-options", " -XX:CompileThresholdScaling=0.1  -XX:+UseSerialGC ");
+    assertThat(tried.serviceJvmOptions()).containsExactly("-XX:CompileThresholdScaling=0.1", "-XX:+UseSerialGC");
+    assertThat(EnvoyBenchReport.serviceJvmOptions(tried))
+        .contains("-XX:CompileThresholdScaling=0.1 -XX:+UseSerialGC").contains("not as shipped");
+    assertThatThrownBy(() -> EnvoyBenchOptions.parse("--service-jvm-options", "--grpc-port 1"))
+        .hasMessageContaining("JVM options");
+  }
 }

@@ -93,13 +93,24 @@ public final class ShippedBootstrap {
   public static final String EXT_PROC_LATENCY_PREFIX = "xp_";
 
   /**
-   * The bootstrap with every listener's access-log line ending in {@link #EXT_PROC_LATENCIES}, each as
+   * Microseconds from Envoy's first byte in from the client to its last byte back ({@code DS_RX_BEG} to
+   * {@code DS_TX_END}): the request's whole stay, the upstream's time and every filter's included.
+   */
+  public static final String ENVOY_SPAN = "t_envoy_us";
+  /** Microseconds from the first byte Envoy sent upstream to the last it received back ({@code US_TX_BEG} to {@code US_RX_END}). */
+  public static final String UPSTREAM_SPAN = "t_upstream_us";
+
+  /**
+   * The bootstrap with every listener's access-log line ending in {@link #ENVOY_SPAN} and {@link #UPSTREAM_SPAN}
+   * (so a request's time inside Envoy is the one less the other) and {@link #EXT_PROC_LATENCIES}, each as
    * {@code xp_<field>=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:<field>)%} ({@code -} where the
    * request had no ext_proc filter or call); the rest of the line is the shipped one.
    */
   public static ObjectNode withExtProcLatencies(ObjectNode bootstrap) {
     ObjectNode copy = bootstrap.deepCopy();
-    StringBuilder fields = new StringBuilder();
+    StringBuilder fields = new StringBuilder()
+        .append(' ').append(ENVOY_SPAN).append("=%COMMON_DURATION(DS_RX_BEG:DS_TX_END:us)%")
+        .append(' ').append(UPSTREAM_SPAN).append("=%COMMON_DURATION(US_TX_BEG:US_RX_END:us)%");
     for (String field : EXT_PROC_LATENCIES) {
       fields.append(' ').append(EXT_PROC_LATENCY_PREFIX).append(field)
           .append("=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:").append(field).append(")%");

@@ -32,7 +32,7 @@ class ShippedBootstrapTest {
   }
 
   @Test
-  void withExtProcLatenciesAppendsEnvoysCallLatenciesToEveryAccessLogLineAndChangesNothingElse() {
+  void withExtProcLatenciesAppendsEnvoysSpansAndCallLatenciesToEveryAccessLogLineAndChangesNothingElse() {
     ObjectNode shipped = ShippedBootstrap.rewrite(ShippedEnvoyConfig.bootstrapFile(), TOPOLOGY);
     ObjectNode logged = ShippedBootstrap.withExtProcLatencies(shipped);
 
@@ -42,6 +42,8 @@ class ShippedBootstrapTest {
       String before = managerOf(shipped, listener).at("/access_log/0/typed_config/log_format/text_format_source/inline_string").asText();
       assertThat(line).startsWith(before.substring(0, before.length() - 1)).endsWith(
           " xp_response_body_total_latency_us=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:response_body_total_latency_us)%\n");
+      assertThat(line).contains(" t_envoy_us=%COMMON_DURATION(DS_RX_BEG:DS_TX_END:us)%"
+          + " t_upstream_us=%COMMON_DURATION(US_TX_BEG:US_RX_END:us)% xp_");
       for (String field : ShippedBootstrap.EXT_PROC_LATENCIES) {
         assertThat(line).contains(" xp_" + field + "=%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:" + field + ")%");
       }
