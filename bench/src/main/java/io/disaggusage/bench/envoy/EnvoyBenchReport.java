@@ -40,7 +40,7 @@ final class EnvoyBenchReport {
     md.append("TTFT: from writing the decode request to the first socket read that brings body bytes; gap: between"
         + " two such reads of one response; both at the client. CPU per completed flow from /proc/<pid>/stat:"
         + " Envoy, the ext_proc process, and the benchmark's own JVM (client and both workers).\n");
-    md.append(EnvoyBenchReport.serviceJvmOptions(o));
+    md.append(serviceJvmOptions(o));
     firstRuns(md, r);
     restarts(md, r);
     for (Duration delay : o.delays()) {

@@ -31,10 +31,7 @@ record PairedDifferences(long median, long low, long high, long samePathMedian, 
 
   /** {@code x[i] - y[i]} over the turns {@code i}. */
   static PairedDifferences of(long[] x, long[] y) {
-    long[] d = new long[x.length];
-    for (int i = 0; i < d.length; i++) {
-      d[i] = x[i] - y[i];
-    }
+    long[] d = differences(x, y);
     long[] close = Arrays.stream(d).filter(v -> Math.abs(v) < SAME_PATH_NANOS).toArray();
     long[] resampled = new long[RESAMPLES];
     SplittableRandom random = new SplittableRandom(SEED);
@@ -53,6 +50,15 @@ record PairedDifferences(long median, long low, long high, long samePathMedian, 
         close.length == 0 ? 0 : median(close),
         close.length,
         d.length);
+  }
+
+  /** {@code x[i] - y[i]} for every {@code i}. */
+  static long[] differences(long[] x, long[] y) {
+    long[] d = new long[x.length];
+    for (int i = 0; i < d.length; i++) {
+      d[i] = x[i] - y[i];
+    }
+    return d;
   }
 
   /** The nearest-rank median. */

@@ -405,19 +405,11 @@ final class RealEngineRow {
       t.append("| ").append(setup.title());
       for (int k = 0; k < p.length; k++) {
         t.append(" | ").append(ms(PairedDifferences.median(p[k]))).append(" | ")
-            .append(setup == Setup.BARE ? "-" : ms(PairedDifferences.median(differences(p[k], bare[k]))));
+            .append(setup == Setup.BARE ? "-" : ms(PairedDifferences.median(PairedDifferences.differences(p[k], bare[k]))));
       }
       t.append(String.format(Locale.ROOT, " |%n"));
     });
     return t.toString();
-  }
-
-  private static long[] differences(long[] x, long[] y) {
-    long[] d = new long[x.length];
-    for (int i = 0; i < d.length; i++) {
-      d[i] = x[i] - y[i];
-    }
-    return d;
   }
 
   private static String withInterval(PairedDifferences p) {
