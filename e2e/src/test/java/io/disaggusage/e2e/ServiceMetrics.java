@@ -48,7 +48,22 @@ final class ServiceMetrics {
     return 0;
   }
 
-  /** Every generation exchange counted, whatever its outcome. */
+  private static final Pattern REFUSED =
+      Pattern.compile("(?m)^disagg_usage_refused_inputs_total\\{input=\"([^\"]*)\",phase=\"([^\"]*)\"\\} ([0-9.eE+]+)$");
+
+  /** The request inputs the service refused, by {@code input} label over every phase; counts above 0 only. */
+  static Map<String, Long> refusedInputs(ServiceProcess service) {
+    Map<String, Long> byInput = new TreeMap<>();
+    Matcher line = REFUSED.matcher(Http.body(service.adminUrl("/metrics")));
+    while (line.find()) {
+      long count = (long) Double.parseDouble(line.group(3));
+      if (count > 0) {
+        byInput.merge(line.group(1), count, Long::sum);
+      }
+    }
+    return byInput;
+  }
+
   /**
    * The outcomes that gave the client corrected usage: {@code rewritten}, and {@code impossible_count}
    * when the generation engine reported a count that cannot be true (SGLang's decode radix cache adding

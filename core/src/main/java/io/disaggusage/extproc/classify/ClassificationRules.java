@@ -12,13 +12,15 @@ import java.util.Set;
  * @param paths the request paths handled at all
  * @param maxKeyBytes the longest correlation key accepted
  * @param trustIdHeader whether explicit {@code x-disagg-*} headers spare the body read
+ * @param phaseHeader what an {@code x-disagg-phase} header may decide
  */
 public record ClassificationRules(
     Set<String> contextClusters,
     Set<String> generationClusters,
     Set<String> paths,
     int maxKeyBytes,
-    boolean trustIdHeader) {
+    boolean trustIdHeader,
+    PhaseHeaderPolicy phaseHeader) {
 
   public ClassificationRules {
     contextClusters = Set.copyOf(contextClusters);
@@ -26,13 +28,29 @@ public record ClassificationRules(
     paths = Set.copyOf(paths);
   }
 
+  /** The rules with the shipped {@link PhaseHeaderPolicy#FALLBACK}. */
   public static ClassificationRules of(
       Collection<String> contextClusters,
       Collection<String> generationClusters,
       Collection<String> paths,
       int maxKeyBytes,
       boolean trustIdHeader) {
+    return of(contextClusters, generationClusters, paths, maxKeyBytes, trustIdHeader, PhaseHeaderPolicy.FALLBACK);
+  }
+
+  public static ClassificationRules of(
+      Collection<String> contextClusters,
+      Collection<String> generationClusters,
+      Collection<String> paths,
+      int maxKeyBytes,
+      boolean trustIdHeader,
+      PhaseHeaderPolicy phaseHeader) {
     return new ClassificationRules(
-        Set.copyOf(contextClusters), Set.copyOf(generationClusters), Set.copyOf(paths), maxKeyBytes, trustIdHeader);
+        Set.copyOf(contextClusters),
+        Set.copyOf(generationClusters),
+        Set.copyOf(paths),
+        maxKeyBytes,
+        trustIdHeader,
+        phaseHeader);
   }
 }

@@ -5,8 +5,8 @@ import java.nio.ByteBuffer;
 
 /**
  * Reads the classification facts out of a request body as its chunks arrive, without holding the
- * body. The encoding is chosen once, from the request head ({@link #forRequest}); both encodings give
- * the same {@link RequestFacts} for the same logical document.
+ * body. The encoding is chosen once, from the request head and the body's first byte ({@link
+ * #forRequest}); both encodings give the same {@link RequestFacts} for the same logical document.
  */
 public interface RequestBodyReader {
   /**
@@ -26,15 +26,23 @@ public interface RequestBodyReader {
   RequestFacts facts();
 
   /**
-   * The reader for a request's body: MessagePack when the request says {@code x-trtllm-msgpack: 1},
-   * JSON otherwise.
+   * Whether the request's {@link #MSGPACK_HEADER} named an encoding its body is not in (a client's
+   * header on a JSON body): the body was read as what it is.
+   */
+  default boolean headerContradicted() {
+    return false;
+  }
+
+  /**
+   * The reader for a request's body: JSON, unless the request says {@code x-trtllm-msgpack: 1} and the
+   * body starts as a MessagePack map ({@link SniffingRequestBodyReader}).
    *
    * @param maxCaptureBytes cap on the captured {@code ctx_usage} object, as compact JSON
    */
   static RequestBodyReader forRequest(RequestHead head, JsonFactory json, int maxCaptureBytes) {
     String msgpack = head.header(MSGPACK_HEADER);
     return msgpack != null && msgpack.trim().equals("1")
-        ? new MsgpackRequestScanner(json, maxCaptureBytes)
+        ? new SniffingRequestBodyReader(json, maxCaptureBytes)
         : new RequestBodyScanner(json, maxCaptureBytes);
   }
 }

@@ -21,12 +21,16 @@ import java.util.Objects;
  *     null/missing count
  * @param cacheCreationTokens Anthropic {@code cache_creation_input_tokens}; null when C did not state
  *     one (every OpenAI-shaped usage)
+ * @param claimed C was carried in the generation request (TensorRT-LLM's {@code ctx_usage}), not read
+ *     from a context response the service saw: a request body field a client could have written, so
+ *     the rule lets it bill no less than the generation worker's own usage ({@link #boundedBy})
  */
 public record ContextUsage(
     BigInteger promptTokens,
     Map<String, String> details,
     BigInteger cachedTokens,
-    BigInteger cacheCreationTokens) {
+    BigInteger cacheCreationTokens,
+    boolean claimed) {
 
   public ContextUsage {
     Objects.requireNonNull(promptTokens, "promptTokens");
@@ -38,9 +42,36 @@ public record ContextUsage(
     details = Collections.unmodifiableMap(new LinkedHashMap<>(details));
   }
 
+  /** A context usage read from a context response. */
+  public ContextUsage(
+      BigInteger promptTokens, Map<String, String> details, BigInteger cachedTokens, BigInteger cacheCreationTokens) {
+    this(promptTokens, details, cachedTokens, cacheCreationTokens, false);
+  }
+
   /** An OpenAI-shaped context usage, which states no cache creation count. */
   public ContextUsage(BigInteger promptTokens, Map<String, String> details, BigInteger cachedTokens) {
     this(promptTokens, details, cachedTokens, null);
+  }
+
+  /** This usage as carried in a generation request ({@link #claimed}). */
+  public ContextUsage asClaim() {
+    return new ContextUsage(promptTokens, details, cachedTokens, cacheCreationTokens, true);
+  }
+
+  /**
+   * A claimed usage bounded by the generation worker's own counts, so that it can only bill at least
+   * what the worker reported: the prompt no smaller than the worker's ({@code gPrompt}, null when it
+   * stated none), the cached count no larger than the worker's ({@code gCached}, 0 when it stated none).
+   * An honest claim is unchanged by it: both legs count the same prompt, and the generation worker
+   * reports at least the context worker's cache hits (the received prompt KV counts as cached there,
+   * or it reports the context's count itself, TensorRT-LLM since #14177).
+   */
+  public ContextUsage boundedBy(BigInteger gPrompt, BigInteger gCached) {
+    BigInteger prompt = gPrompt == null ? promptTokens : promptTokens.max(gPrompt);
+    BigInteger cached = cachedTokens.min(gCached);
+    Map<String, String> bounded = new LinkedHashMap<>(details);
+    bounded.computeIfPresent(OpenAiShape.CACHED, (k, v) -> v.equals("null") ? v : cached.toString());
+    return new ContextUsage(prompt, bounded, cached, cacheCreationTokens, false);
   }
 
   /**

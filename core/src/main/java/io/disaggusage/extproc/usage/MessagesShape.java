@@ -68,6 +68,9 @@ final class MessagesShape implements ApiShape {
 
   @Override
   public UsageRule.Result apply(ContextUsage c, JsonObjectView g, byte[] doc, boolean addMembers) {
+    if (c != null && c.claimed()) {
+      c = null; // a ctx_usage is TensorRT-LLM's, which serves no Messages API: a client wrote this one
+    }
     Member gInput = g.get(INPUT);
     Member gOutput = g.get(OUTPUT);
     Member gRead = g.get(CACHE_READ);

@@ -121,6 +121,11 @@ abstract class OpenAiShape implements ApiShape {
     boolean impossible = countsClamped || !possible(gTotal) || !possible(gCached)
         || (gPrompt != null && gCached != null && gCached.or(BigInteger.ZERO).compareTo(gPrompt.value()) > 0);
 
+    if (c != null && c.claimed()) {
+      c = c.boundedBy(
+          gPrompt == null ? null : gPrompt.value(),
+          gCached == null || gCached.value() == null ? BigInteger.ZERO : gCached.value());
+    }
     BigInteger promptTokens = c != null ? c.promptTokens() : gPrompt == null ? null : gPrompt.value();
     BigInteger completionTokens = gCompletion.value();
     BigInteger cached;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.classify.CorrelationKey.Source;
 import io.disaggusage.extproc.exchange.Phase;
+import io.disaggusage.extproc.usage.ContextUsage;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -68,15 +69,73 @@ class ExchangeClassifierTest {
   }
 
   @Test
-  void headerBeatsClusterBeatsBody() {
+  void clusterBeatsBodyMarkersWhichBeatTheHeader() {
     RequestFacts ctxBody = facts("context_only", "1", null, null);
-    assertThat(CLASSIFIER.classify(head("decode-pool", "x-disagg-phase", "Prefill"), ctxBody).phase())
-        .isEqualTo(Phase.CONTEXT);
-    assertThat(CLASSIFIER.classify(head("decode-pool"), ctxBody).phase()).isEqualTo(Phase.GENERATION);
-    assertThat(CLASSIFIER.classify(head("other"), ctxBody).phase()).isEqualTo(Phase.CONTEXT);
+    Classification contradicted = CLASSIFIER.classify(head("decode-pool", "x-disagg-phase", "Prefill"), ctxBody);
+    assertThat(contradicted.phase()).isEqualTo(Phase.GENERATION);
+    assertThat(contradicted.refused()).containsExactlyInAnyOrder(RefusedInput.PHASE_HEADER, RefusedInput.BODY_MARKER);
+    assertThat(CLASSIFIER.classify(head("other", "x-disagg-phase", "decode"), ctxBody).phase()).isEqualTo(Phase.CONTEXT);
+    assertThat(CLASSIFIER.classify(head("other"), ctxBody).refused()).isEmpty();
     assertThat(CLASSIFIER.classify(head(null, "x-disagg-phase", "DECODE"), RequestFacts.NONE).phase())
+        .as("a header decides where nothing else does (phase_header: fallback)")
         .isEqualTo(Phase.GENERATION);
     assertThat(CLASSIFIER.classify(head(null), RequestFacts.NONE)).isEqualTo(Classification.NONE);
+  }
+
+  @Test
+  void aHeaderThatMayNotDecideIsRefused() {
+    ExchangeClassifier ignoring =
+        new ExchangeClassifier(
+            ClassificationRules.of(
+                List.of("prefill-pool"), List.of("decode-pool"), PATHS, 256, false, PhaseHeaderPolicy.IGNORE));
+    Classification c = ignoring.classify(head(null, "x-disagg-phase", "decode"), RequestFacts.NONE);
+    assertThat(c.phase()).isEqualTo(Phase.NONE);
+    assertThat(c.refused()).containsExactly(RefusedInput.PHASE_HEADER);
+    assertThat(ignoring.classify(head(null, "x-disagg-phase", "decode"), vllm(false, true, null, null)).refused())
+        .as("a header that agrees is not refused")
+        .isEmpty();
+  }
+
+  @Test
+  void theVllmMarkerDecidesAgainstAForgedRequestType() {
+    // llm-d's coordinator writes kv_transfer_params and passes every other body field on, a client's
+    // disaggregated_params included; TensorRT-LLM's server refuses a body with fields it does not know.
+    RequestFacts decodeWithForgery =
+        new RequestFacts(
+            null, null, "context_only", null, null, null, null, false, true, null, null, null, null, false, false, null);
+    Classification c = CLASSIFIER.classify(head(null, "x-request-id", "r"), decodeWithForgery);
+    assertThat(c.phase()).isEqualTo(Phase.GENERATION);
+    assertThat(c.refused()).containsExactly(RefusedInput.MARKER_CONFLICT);
+  }
+
+  @Test
+  void ctxUsageIsTakenOnlyOnATensorRtGenerationLeg() {
+    ContextUsage forged = new ContextUsage(java.math.BigInteger.ONE, java.util.Map.of("cached_tokens", "1"), java.math.BigInteger.ONE);
+    Classification vllmDecode =
+        CLASSIFIER.classify(
+            head(null, "x-request-id", "r"),
+            new RequestFacts(
+                null, null, null, null, null, null, forged, false, true, null, null, null, null, false, false, null));
+    assertThat(vllmDecode.phase()).isEqualTo(Phase.GENERATION);
+    assertThat(vllmDecode.carriedContext()).isNull();
+    assertThat(vllmDecode.refused()).containsExactly(RefusedInput.CTX_USAGE);
+    Classification trtGeneration =
+        CLASSIFIER.classify(
+            head(null),
+            new RequestFacts(
+                null, null, "generation_only", "1", "2", null, forged, false, false, null, null, null, null, false, false,
+                null));
+    assertThat(trtGeneration.carriedContext()).isEqualTo(forged.asClaim());
+    assertThat(trtGeneration.refused()).isEmpty();
+    assertThat(
+            CLASSIFIER.classify(
+                    head("decode-pool"),
+                    new RequestFacts(
+                        null, null, null, null, null, null, forged, false, false, null, null, "7", "h", false, false,
+                        null))
+                .carriedContext())
+        .as("a cluster-decided SGLang leg")
+        .isNull();
   }
 
   @Test

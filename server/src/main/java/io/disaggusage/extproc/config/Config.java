@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.config;
 
+import io.disaggusage.extproc.classify.PhaseHeaderPolicy;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
@@ -138,13 +139,16 @@ public record Config(
    * @param trustIdHeader an exchange whose {@code x-disagg-phase} (or cluster) and {@code
    *     x-disagg-request-id} headers settle phase and key is not read, so its usage is bound to the key
    *     alone: only where the edge strips {@code x-disagg-*} from every client request
+   * @param phaseHeader what an {@code x-disagg-phase} header may decide: {@code fallback}, only an
+   *     exchange that neither the cluster nor a body marker decides; {@code ignore}, nothing
    */
   public record Classification(
       @Default("") List<String> contextClusters,
       @Default("") List<String> generationClusters,
       @Default("/v1/chat/completions, /v1/completions, /v1/responses, /v1/messages") List<String> paths,
       @Default("true") boolean stripAcceptEncoding,
-      @Default("false") boolean trustIdHeader) {
+      @Default("false") boolean trustIdHeader,
+      @Default("fallback") PhaseHeaderPolicy phaseHeader) {
 
     public Classification {
       contextClusters = List.copyOf(contextClusters);

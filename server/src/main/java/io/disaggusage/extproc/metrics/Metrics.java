@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.metrics;
 
 import io.disaggusage.extproc.Version;
+import io.disaggusage.extproc.classify.RefusedInput;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
@@ -73,6 +74,7 @@ public final class Metrics {
   private final Counter waitsRefused;
   private final Counter injections;
   private final Counter injectedUsageEvents;
+  private final Counter refusedInputs;
   /** Where exchanges and token figures go besides the registry; set once at start-up. */
   private volatile ExchangeMeter alsoTo = ExchangeMeter.NONE;
 
@@ -151,6 +153,14 @@ public final class Metrics {
                     + " usage event: removed, absent (none came), leaked (the client received it)")
             .labelNames("result")
             .register(registry);
+    this.refusedInputs =
+        Counter.builder()
+            .name("disagg_usage_refused_inputs_total")
+            .help(
+                "Request inputs a client can forge that the classifier did not follow (contradicted by the"
+                    + " cluster or a body marker, or not allowed to decide), by input and the phase decided")
+            .labelNames("input", "phase")
+            .register(registry);
     startAtZero(config);
   }
 
@@ -174,6 +184,11 @@ public final class Metrics {
     }
     for (UsageRemoval result : UsageRemoval.values()) {
       injectedUsageEvents.labelValues(result.label());
+    }
+    for (RefusedInput input : RefusedInput.values()) {
+      for (Phase phase : Phase.values()) {
+        refusedInputs.labelValues(input.label(), phase.label());
+      }
     }
     if (!config.models().isEmpty()) {
       java.util.List<String> labels = new java.util.ArrayList<>(config.models());
@@ -291,6 +306,17 @@ public final class Metrics {
 
   public long injectedUsageEventCount(UsageRemoval result) {
     return (long) injectedUsageEvents.labelValues(result.label()).get();
+  }
+
+  /** Counts each input the classifier refused on one exchange classified as {@code phase}. */
+  public void refused(java.util.Set<RefusedInput> inputs, Phase phase) {
+    for (RefusedInput input : inputs) {
+      refusedInputs.labelValues(input.label(), phase.label()).inc();
+    }
+  }
+
+  public long refusedCount(RefusedInput input, Phase phase) {
+    return (long) refusedInputs.labelValues(input.label(), phase.label()).get();
   }
 
   public void storeError(StoreOperation operation) {

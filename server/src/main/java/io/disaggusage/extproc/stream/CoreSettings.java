@@ -12,7 +12,12 @@ public final class CoreSettings {
   public static ClassificationRules classification(Config config) {
     Config.Classification c = config.classification();
     return ClassificationRules.of(
-        c.contextClusters(), c.generationClusters(), c.paths(), config.limits().maxKeyBytes(), c.trustIdHeader());
+        c.contextClusters(),
+        c.generationClusters(),
+        c.paths(),
+        config.limits().maxKeyBytes(),
+        c.trustIdHeader(),
+        c.phaseHeader());
   }
 
   /** {@code limits.max_body_bytes}, {@code max_event_bytes}, {@code max_usage_bytes}. */

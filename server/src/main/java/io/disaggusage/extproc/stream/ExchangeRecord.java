@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.stream;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.classify.RefusedInput;
 import io.disaggusage.extproc.rewrite.ExchangeReport;
 import io.disaggusage.extproc.exchange.Outcome;
 import io.disaggusage.extproc.exchange.Phase;
@@ -9,6 +10,7 @@ import io.disaggusage.extproc.metrics.Metrics;
 import io.disaggusage.extproc.usage.ContextUsage;
 import io.disaggusage.extproc.usage.UsageFigures;
 import java.math.BigInteger;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,18 +40,29 @@ final class ExchangeRecord {
   private long bytesOut;
   private ExchangeReport generationReport;
   private ContextUsage storedUsage;
+  private String refused;
 
   ExchangeRecord(Metrics metrics, EnvoyTimers timers) {
     this.metrics = metrics;
     this.timers = timers;
   }
 
-  /** The request was classified: its model and first key name the exchange. */
-  void classified(String model, CorrelationKey firstKey) {
+  /**
+   * The request was classified: its model and first key name the exchange, and the inputs it refused
+   * are counted now (a refusal is an attempt whatever becomes of the exchange) and shown in its metadata.
+   */
+  void classified(String model, CorrelationKey firstKey, Set<RefusedInput> refused, Phase phase) {
     this.model = model;
     if (firstKey != null) {
       logKey = firstKey;
     }
+    this.refused = RefusedInput.labels(refused);
+    metrics.refused(refused, phase);
+  }
+
+  /** The labels of the inputs the classifier refused, comma-separated; null when it refused none. */
+  String refused() {
+    return refused;
   }
 
   /** The first key the context usage is stored under: names the exchange when the request named none. */
@@ -119,7 +132,7 @@ final class ExchangeRecord {
     String reportModel = generationReport == null ? null : generationReport.model();
     summary.debug(
         "exchange phase={} outcome={} key={} model={} prompt={} cached={} reported_cached={}"
-            + " completion={} total={} corrected={} bytes_in={} bytes_out={} duration_ms={}",
+            + " completion={} total={} corrected={} refused={} bytes_in={} bytes_out={} duration_ms={}",
         phase.label(),
         outcome.label(),
         logKey == null ? "-" : logKey.source().prefix() + ":" + LogText.bounded(logKey.value()),
@@ -130,6 +143,7 @@ final class ExchangeRecord {
         number(figures == null ? null : figures.completion()),
         number(figures == null ? null : figures.total()),
         generationReport != null && generationReport.corrected(),
+        refused == null ? "-" : refused,
         bytesIn,
         bytesOut,
         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - openedNanos));

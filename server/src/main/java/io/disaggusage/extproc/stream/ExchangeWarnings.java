@@ -1,6 +1,7 @@
 package io.disaggusage.extproc.stream;
 
 import io.disaggusage.extproc.classify.CorrelationKey;
+import io.disaggusage.extproc.exchange.Phase;
 import io.disaggusage.extproc.logging.RateLimitedLog;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
@@ -26,6 +27,8 @@ final class ExchangeWarnings {
   final RateLimitedLog storeRead = new RateLimitedLog(log, 1, INTERVAL);
   /** A generation leg's keys held only other flows' context usage. */
   final RateLimitedLog fingerprintMismatch = new RateLimitedLog(log, 1, INTERVAL);
+  /** A request carried inputs the classifier did not follow (forged or contradicted). */
+  final RateLimitedLog refused = new RateLimitedLog(log, 1, INTERVAL);
 
   void internalError(RuntimeException e) {
     StackTraceElement at = e.getStackTrace().length > 0 ? e.getStackTrace()[0] : null;
@@ -54,6 +57,18 @@ final class ExchangeWarnings {
         "context usage under this {} key belongs to another prompt (a shared or forged key): generation"
             + " exchange passed through",
         source.description());
+  }
+
+  /**
+   * Names the refused inputs and the phase decided, never their values: a client chose them. The
+   * exchange's access-log metadata carries the same labels ({@code refused_inputs}).
+   */
+  void refused(String inputs, Phase phase) {
+    refused.warn(
+        "request inputs not followed (a client's, contradicted by the cluster or a body marker, or not"
+            + " allowed to decide): {}; exchange classified as {}",
+        inputs,
+        phase.label());
   }
 
   private static String className(Throwable error) {

@@ -134,7 +134,7 @@ final class GenerationLeg implements Leg {
       return;
     }
     record.report(Phase.GENERATION, outcome);
-    Struct metadata = UsageMetadata.outcomeOnly(namespace(), outcome, record.model());
+    Struct metadata = UsageMetadata.outcomeOnly(namespace(), outcome, record.model(), record.refused());
     replies.complete(slot, EnvoyMessages.skipResponseBody(start.requestStillStreaming(), metadata));
   }
 
@@ -253,7 +253,7 @@ final class GenerationLeg implements Leg {
   /** The last reply: the final report goes out with it as metadata, and is counted. */
   private void complete(ReplyQueue.Slot slot, byte[] original, byte[] ready) {
     ExchangeReport report = report();
-    Struct metadata = UsageMetadata.of(namespace(), report, record.model());
+    Struct metadata = UsageMetadata.of(namespace(), report, record.model(), record.refused());
     ProcessingResponse reply = replies.bodyReply(original, ready, metadata);
     record.countGeneration(report); // after the reply is built: bytes_out includes it
     replies.complete(slot, reply);
@@ -272,7 +272,7 @@ final class GenerationLeg implements Leg {
       return null;
     }
     usagePublished = released;
-    return UsageMetadata.of(namespace(), report(), record.model());
+    return UsageMetadata.of(namespace(), report(), record.model(), record.refused());
   }
 
   /**

@@ -173,8 +173,7 @@ final class RequestSide {
     if (classified != null) {
       return classified.classification();
     }
-    RequestBodyReader scanner = scanner();
-    return services.classifier().classify(unclassified.head(), scanner != null ? scanner.facts() : RequestFacts.NONE);
+    return services.classifier().classify(unclassified.head(), scanner());
   }
 
   /** The request body has been read as far as it will be: what was read decides. */
@@ -187,9 +186,16 @@ final class RequestSide {
   }
 
   private void classify(RequestFacts facts) {
-    Classification classification = services.classifier().classify(unclassified.head(), facts);
+    Classification classification = services.classifier().classify(unclassified.head(), scanner());
     classified = new Classified(classification, facts.fingerprint(), unclassified.shape());
     unclassified = null; // its header map and body parser would otherwise live as long as the response
-    record.classified(facts.model(), classification.keys().isEmpty() ? null : classification.keys().get(0));
+    record.classified(
+        facts.model(),
+        classification.keys().isEmpty() ? null : classification.keys().get(0),
+        classification.refused(),
+        classification.phase());
+    if (!classification.refused().isEmpty()) {
+      services.warnings().refused(record.refused(), classification.phase());
+    }
   }
 }

@@ -15,7 +15,7 @@ final class UsageMetadata {
   private UsageMetadata() {}
 
   /** Full metadata for a generation response whose body was read. */
-  static Struct of(String namespace, ExchangeReport report, String fallbackModel) {
+  static Struct of(String namespace, ExchangeReport report, String fallbackModel, String refused) {
     Struct.Builder fields = Struct.newBuilder();
     UsageFigures f = report.figures();
     if (f != null) {
@@ -37,17 +37,26 @@ final class UsageMetadata {
     }
     fields.putFields("corrected", Value.newBuilder().setBoolValue(report.corrected()).build());
     fields.putFields("outcome", Value.newBuilder().setStringValue(report.outcome().label()).build());
+    putRefused(fields, refused);
     return wrap(namespace, fields);
   }
 
-  /** Metadata for an exchange decided at response headers: outcome and model only. */
-  static Struct outcomeOnly(String namespace, Outcome outcome, String model) {
+  /** Metadata for an exchange decided at response headers: outcome, model and refused inputs only. */
+  static Struct outcomeOnly(String namespace, Outcome outcome, String model, String refused) {
     Struct.Builder fields = Struct.newBuilder();
     if (model != null) {
       fields.putFields("model", Value.newBuilder().setStringValue(model).build());
     }
     fields.putFields("outcome", Value.newBuilder().setStringValue(outcome.label()).build());
+    putRefused(fields, refused);
     return wrap(namespace, fields);
+  }
+
+  /** The inputs the classifier refused ({@code RefusedInput} labels, comma-separated), when there were any. */
+  private static void putRefused(Struct.Builder fields, String refused) {
+    if (refused != null) {
+      fields.putFields("refused_inputs", Value.newBuilder().setStringValue(refused).build());
+    }
   }
 
   private static void put(Struct.Builder fields, String key, BigInteger value) {

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.config;
 
+import io.disaggusage.extproc.classify.PhaseHeaderPolicy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.params.provider.Arguments.arguments;
@@ -141,7 +142,8 @@ class ConfigLoaderTest {
     assertThat(config.classification())
         .isEqualTo(
             new Config.Classification(
-                List.of("prefill-a", "prefill-b"), List.of("decode-a"), List.of("/v1/chat/completions"), false, false));
+                List.of("prefill-a", "prefill-b"), List.of("decode-a"), List.of("/v1/chat/completions"), false, false,
+                PhaseHeaderPolicy.FALLBACK));
     assertThat(config.ordering())
         .isEqualTo(new Config.Ordering(Duration.ofMillis(750), Config.Fallback.PASSTHROUGH, true));
     assertThat(config.store())
@@ -251,6 +253,7 @@ class ConfigLoaderTest {
     changed.put("classification.paths", "/x");
     changed.put("classification.strip_accept_encoding", "false");
     changed.put("classification.trust_id_header", "true");
+    changed.put("classification.phase_header", "ignore");
     changed.put("ordering.context_wait", "3s");
     changed.put("ordering.fallback", "passthrough");
     changed.put("ordering.clamp_without_context", "false");
@@ -300,7 +303,8 @@ class ConfigLoaderTest {
                         dir.resolve("ca.crt").toString(),
                         Duration.ofMillis(250))),
                 new Config.Admin(2),
-                new Config.Classification(List.of("ctx"), List.of("gen"), List.of("/x"), false, true),
+                new Config.Classification(
+                    List.of("ctx"), List.of("gen"), List.of("/x"), false, true, PhaseHeaderPolicy.IGNORE),
                 new Config.Ordering(Duration.ofSeconds(3), Config.Fallback.PASSTHROUGH, false),
                 new Config.Store(
                     Config.StoreType.MEMORY,

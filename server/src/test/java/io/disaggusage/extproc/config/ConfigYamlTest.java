@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.config;
 
+import io.disaggusage.extproc.classify.PhaseHeaderPolicy;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.disaggusage.extproc.config.ConfigLoader.Setting;
@@ -118,7 +119,8 @@ class ConfigYamlTest {
                 new Config.Tls("", "", "", Duration.ofMillis(250))),
             new Config.Admin(65535),
             new Config.Classification(
-                awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false, true),
+                awkward, List.of("decode/a", "decode.b"), List.of("/v1/x", "/a:b", "/with#hash"), false, true,
+                PhaseHeaderPolicy.IGNORE),
             new Config.Ordering(Duration.ofMillis(1500), Config.Fallback.PASSTHROUGH, true),
             new Config.Store(
                 Config.StoreType.MEMORY,

@@ -128,7 +128,7 @@ class EngineWireSpecificationTest extends ScenarioFixture {
   }
 
   /**
-   * A body announced as MessagePack that is not one (a JSON body behind the header, a truncated body)
+   * A body announced as MessagePack that is not one (a JSON array behind the header, a truncated body)
    * gets the outcome the equally broken JSON body gets: the exchange passes through untouched, the
    * worker gets the bytes as sent, and it is counted.
    */
@@ -137,7 +137,8 @@ class EngineWireSpecificationTest extends ScenarioFixture {
     String json = EngineRequests.trtRequest("generation_only", ",\"ctx_request_id\":" + EngineRequests.TRT_ID);
     byte[] msgpack = MsgpackBodies.fromJson(json, Style.COMPACT);
     byte[][][] pairs = {
-      {utf8(json), utf8("[" + json + "]")}, // JSON behind the MessagePack header: not a map at all
+      // Not a map at all (a JSON object behind the header is read as JSON: ForgedInputsFlowTest).
+      {utf8("[" + json + "]"), utf8("[" + json + "]")},
       // Cut after request_type was read, before the id: in both encodings the phase is known, the key not.
       {Arrays.copyOf(msgpack, MsgpackBodies.indexOf(msgpack, "ctx_request_id") - 1), utf8(json.substring(0, json.indexOf(",\"ctx_request_id\"")))},
     };

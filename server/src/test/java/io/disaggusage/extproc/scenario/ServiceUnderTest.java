@@ -176,7 +176,8 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.grpc(),
         d.admin(),
         new Config.Classification(
-            List.of(CONTEXT_CLUSTER), List.of(GENERATION_CLUSTER), d.classification().paths(), true, false),
+            List.of(CONTEXT_CLUSTER), List.of(GENERATION_CLUSTER), d.classification().paths(), true, false,
+            d.classification().phaseHeader()),
         new Config.Ordering(contextWait, Config.Fallback.PASSTHROUGH, true),
         d.store(),
         d.metadata(),

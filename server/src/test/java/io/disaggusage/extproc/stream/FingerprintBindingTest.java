@@ -196,7 +196,8 @@ class FingerprintBindingTest {
     Config d = config(64 * 1024 * 1024);
     Config.Classification c = d.classification();
     Config trusting = new Config(d.grpc(), d.admin(),
-        new Config.Classification(c.contextClusters(), c.generationClusters(), c.paths(), c.stripAcceptEncoding(), true),
+        new Config.Classification(c.contextClusters(), c.generationClusters(), c.paths(), c.stripAcceptEncoding(), true,
+            c.phaseHeader()),
         d.ordering(), d.store(), d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(),
         d.streaming());
     String victim = "victim-flow-2";
