@@ -1,0 +1,177 @@
+package io.disaggusage.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.disaggusage.e2e.LlmdCoordinatorDeployment.FilterOrder;
+import io.disaggusage.e2e.RecordingHop.Exchange;
+import io.disaggusage.e2e.TrueUsage.Usage;
+import io.disaggusage.extproc.emulator.workers.RecordedRequest;
+import io.disaggusage.extproc.testkit.AccessLogLine;
+import io.disaggusage.extproc.testkit.Wire;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * llm-d v0.10's coordinator topology ({@link LlmdCoordinatorDeployment}): the client calls the gateway, the
+ * coordinator calls it back for a prefill and a decode, llm-d's EPP picks each leg's worker and the service
+ * corrects the decode's usage. The coordinator passes the decode's answer to the client unmerged and the decode
+ * worker reports {@code prompt_tokens - 1} cached, so every correct count the client reads is the service's
+ * rewrite. Both pinned Envoy releases, both orders of the two ext_proc filters.
+ */
+class LlmdCoordinatorTest {
+  static final String PROMPT = SglangRouterTest.PROMPT;
+  static final String OTHER_PROMPT = "Another question entirely, with its own first words: " + PROMPT;
+  static final String CHAT = "/v1/chat/completions";
+
+  static Stream<Arguments> releasesAndOrders() {
+    return Tools.perRelease(List.of(FilterOrder.values()));
+  }
+
+  /** One client request of {@link #curlReadsThePrefillsUsage}: its prompt, JSON or SSE, and its own x-request-id or none. */
+  record Call(String prompt, boolean stream, String clientRequestId) {}
+
+  /**
+   * A fresh and a repeated prompt, JSON and SSE, with and without the client's {@code x-request-id}: each client
+   * reads the prefill's prompt and cached counts with the decode's completion, every byte outside {@code usage} is
+   * the decode engine's, the decode leg's access-log line has the truth as {@code rewritten}, and the service counts
+   * one stored context and one rewritten generation per flow.
+   */
+  @ParameterizedTest(name = "Envoy {0}, {1}: JSON and SSE, fresh and repeated prompts, with and without a client id")
+  @MethodSource("releasesAndOrders")
+  void curlReadsThePrefillsUsage(String release, FilterOrder order) {
+    List<Call> calls = List.of(new Call(PROMPT, false, null), new Call(PROMPT, false, "client-id-1"),
+        new Call(OTHER_PROMPT, true, "client-id-2"), new Call(OTHER_PROMPT, true, null), new Call(PROMPT, true, null));
+    try (LlmdCoordinatorDeployment d = LlmdCoordinatorDeployment.start("llmd-coord-" + order + "-" + release, release, order, true)) {
+      TrueUsage truth = new TrueUsage();
+      List<Usage> expected = new ArrayList<>();
+      for (Call call : calls) {
+        String body = RouterClients.chat(Wire.MODEL, call.prompt(), 9, 1, call.stream());
+        Map<String, String> headers = call.clientRequestId() == null ? Map.of() : Map.of("x-request-id", call.clientRequestId());
+        expected.add(truth.next(call.prompt(), 9, 1));
+        LlmdClients.Reply reply = LlmdClients.curl(d.url(CHAT), body, call.stream(), headers);
+        assertThat(reply.status()).as(reply.body()).isEqualTo(200);
+        Usage read = RouterClients.read(RouterClients.usage(reply.body(), call.stream()));
+        assertThat(read).as(call + "; Envoy's ext_proc failures " + d.extProcFailures()).isEqualTo(expected.get(expected.size() - 1));
+        Exchange decode = d.decodeHop.withResponseId(CHAT, responseId(reply.body(), call.stream()));
+        Exchange prefill = d.prefillHop.only(CHAT, decode.requestId());
+        RealFlowCheck.assertCorrected(prefill, decode, reply.body(), call.stream());
+        if (call.clientRequestId() != null) {
+          assertThat(decode.requestId()).as("the coordinator keeps a valid client id for both legs").isEqualTo(call.clientRequestId());
+        }
+      }
+      assertThat(expected.get(1).cached()).as("a repeated prompt hits the prefill's cache").isPositive();
+      assertEveryExchange(d, expected);
+    }
+  }
+
+  /**
+   * {@link ConcurrentFlows}: 16 distinct prompts, once in turn, then all at once, half streamed, each client with its
+   * own {@code x-request-id}: each reads its own truth, the gateway logs each decode leg's truth once, all rewritten.
+   */
+  @ParameterizedTest(name = "Envoy {0}, {1}: 16 concurrent flows, each with its own true usage")
+  @MethodSource("releasesAndOrders")
+  void concurrentFlowsAreNeverCrossMatched(String release, FilterOrder order) throws Exception {
+    try (LlmdCoordinatorDeployment d = LlmdCoordinatorDeployment.start("llmd-coord-concurrent-" + order + "-" + release, release, order, false)) {
+      TrueUsage truth = new TrueUsage();
+      ConcurrentFlows.Sent sent = ConcurrentFlows.run(flow -> truth, flow -> flow % 4 >= 2,
+          (flow, body, stream) -> read(d, body, stream, Map.of("x-request-id", "flow-" + flow + "-" + stream)),
+          () -> "Envoy's ext_proc failures " + d.extProcFailures());
+      d.awaitGenerations(sent.expected().size());
+      ConcurrentFlows.assertEachTruthOnce(d.decodeLegs(), d.service, sent.expected());
+    }
+  }
+
+  /**
+   * What the coordinator sends each leg, as the workers recorded it (docs/routers.md, "llm-d v0.10 coordinator"):
+   * every client header but {@code EPP-Profile}, {@code Host}, {@code Content-Type}, {@code Content-Length} and
+   * hop-by-hop ones (the first value of each), its {@code x-request-id} and {@code EPP-Profile}; the client's body
+   * with the connector's {@code kv_transfer_params} in place of the client's and a {@code tokens} member; the
+   * prefill capped to one token, not streamed; the decode with the prefill's {@code kv_transfer_params} turned
+   * around. The EPP adds {@code x-gateway-destination-endpoint} to both and passes the rest on.
+   */
+  @ParameterizedTest(name = "Envoy {0}: what the coordinator and the EPP send each leg")
+  @MethodSource("io.disaggusage.e2e.Tools#releases")
+  void whatTheCoordinatorSendsEachLeg(String release) {
+    try (LlmdCoordinatorDeployment d = LlmdCoordinatorDeployment.start("llmd-coord-wire-" + release, release, FilterOrder.EPP_FIRST, false)) {
+      String body = RouterClients.chat(Wire.MODEL, PROMPT, 5, 1, true).replace("{\"model\"",
+          "{\"user\":\"client-user\",\"temperature\":0.5,\"min_tokens\":2,\"kv_transfer_params\":{\"do_remote_prefill\":true,"
+              + "\"remote_prefill_cached_tokens\":9999},\"vllm_xargs\":{\"client\":\"x\"},\"model\"");
+      Map<String, String> headers = Map.of("x-request-id", "wire-1", "authorization", "Bearer client-key",
+          "x-client-header", "kept", "x-disagg-request-id", "client-disagg-id");
+      LlmdClients.Reply reply = LlmdClients.curl(d.url(CHAT), body, true, headers);
+      assertThat(reply.status()).as(reply.body()).isEqualTo(200);
+      RecordedRequest prefill = one(d.prefill.log().completions());
+      RecordedRequest decode = one(d.decode.log().completions());
+      System.out.println("llm-d coordinator prefill leg: " + prefill.headers() + " " + prefill.bodyUtf8());
+      System.out.println("llm-d coordinator decode leg: " + decode.headers() + " " + decode.bodyUtf8());
+      for (RecordedRequest leg : List.of(prefill, decode)) {
+        assertThat(leg.headerValues("x-request-id")).containsExactly("wire-1");
+        assertThat(leg.headerValues("authorization")).containsExactly("Bearer client-key");
+        assertThat(leg.headerValues("x-client-header")).containsExactly("kept");
+        assertThat(leg.headerValues("x-disagg-request-id")).as("a client's x-disagg-* header reaches the workers")
+            .containsExactly("client-disagg-id");
+        assertThat(leg.headerValues(LlmdCoordinatorDeployment.DESTINATION)).hasSize(1);
+      }
+      assertThat(prefill.headerValues("epp-profile")).containsExactly("prefill");
+      assertThat(decode.headerValues("epp-profile")).containsExactly("decode");
+      JsonNode client = RouterClients.parseJson(body);
+      JsonNode p = RouterClients.parseJson(prefill.bodyUtf8());
+      JsonNode g = RouterClients.parseJson(decode.bodyUtf8());
+      assertThat(p.path("max_tokens").asInt()).isEqualTo(1);
+      assertThat(p.path("stream").asBoolean(true)).isFalse();
+      assertThat(p.has("stream_options")).isFalse();
+      assertThat(p.has("min_tokens")).as("min_tokens dropped from the one-token prefill").isFalse();
+      assertThat(p.path("kv_transfer_params").path("do_remote_decode").asBoolean()).isTrue();
+      assertThat(p.path("kv_transfer_params").has("remote_prefill_cached_tokens")).as("the client's params replaced").isFalse();
+      assertThat(g.path("kv_transfer_params").path("do_remote_prefill").asBoolean()).isTrue();
+      assertThat(g.path("kv_transfer_params").path("remote_prefill_cached_tokens").isMissingNode())
+          .as("the client's params replaced by the prefill's").isTrue();
+      for (JsonNode leg : List.of(p, g)) {
+        assertThat(leg.path("user").asText()).isEqualTo("client-user");
+        assertThat(leg.path("vllm_xargs")).as("other client members pass").isEqualTo(client.path("vllm_xargs"));
+        assertThat(leg.has("tokens")).isTrue();
+      }
+      assertThat(g.path("stream").asBoolean()).isTrue();
+      assertThat(g.path("stream_options")).isEqualTo(client.path("stream_options"));
+      assertThat(g.path("min_tokens").asInt()).isEqualTo(2);
+    }
+  }
+
+  private static RecordedRequest one(List<RecordedRequest> requests) {
+    assertThat(requests).hasSize(1);
+    return requests.get(0);
+  }
+
+  /** The client's usage through the gateway; the reply must be 200. */
+  static Usage read(LlmdCoordinatorDeployment d, String body, boolean stream, Map<String, String> headers) {
+    LlmdClients.Reply reply = LlmdClients.curl(d.url(CHAT), body, stream, headers);
+    assertThat(reply.status()).as(reply.body()).isEqualTo(200);
+    return RouterClients.read(RouterClients.usage(reply.body(), stream));
+  }
+
+  /** The first {@code "id"} of a JSON body or of the first SSE event: the decode engine's response id. */
+  static String responseId(String body, boolean stream) {
+    String json = stream ? WireShape.data(body).get(0) : body;
+    return RouterClients.parseJson(json).path("id").asText();
+  }
+
+  /** Every decode leg's access-log metadata, in order, and the service's counts of both phases. */
+  static void assertEveryExchange(LlmdCoordinatorDeployment d, List<Usage> expected) {
+    d.awaitGenerations(expected.size());
+    List<AccessLogLine> lines = d.decodeLegs();
+    assertThat(lines).hasSize(expected.size());
+    for (int i = 0; i < expected.size(); i++) {
+      GenerationLedger.assertMetadata(lines.get(i), expected.get(i));
+    }
+    assertThat(ServiceMetrics.exchanges(d.service, "generation"))
+        .containsExactlyEntriesOf(Map.of("rewritten", (long) expected.size()));
+    assertThat(ServiceMetrics.exchanges(d.service, "context"))
+        .containsExactlyEntriesOf(Map.of("stored", (long) expected.size()));
+  }
+}
