@@ -3,11 +3,8 @@ package io.disaggusage.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.disaggusage.e2e.LlmdCoordinatorDeployment.FilterOrder;
 import io.disaggusage.e2e.TrueUsage.Usage;
-import io.disaggusage.extproc.testkit.AccessLogLine;
 import io.disaggusage.extproc.testkit.Wire;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -20,8 +17,9 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * A client of llm-d v0.10's coordinator ({@link LlmdCoordinatorDeployment}, simulated workers, the EPP before the
- * service as a user adds the service to llm-d's gateway) forging what the service or the workers read: the
+ * A client of llm-d v0.10's coordinator ({@link LlmdCoordinatorDeployment}, simulated workers, the service after the
+ * EPP as a user adds it to llm-d's gateway — on the phase cluster with Envoy before 1.40,
+ * {@link LlmdCoordinatorDeployment#natural}) forging what the service or the workers read: the
  * coordinator passes every client header but {@code EPP-Profile} and every body member but {@code kv_transfer_params}
  * on to both legs, and a client's {@code EPP-Profile} takes it past the coordinator to the phase route. Each forged
  * request runs beside an honest one, on a fresh prompt and on one the prefill has seen.
@@ -110,7 +108,7 @@ class CoordinatorForgeryTest {
   @MethodSource("cases")
   void aForgedRequestPaysAtLeastItsTruthAndAnHonestOneExactlyIts(String release, Forgery forgery, Prompt kind) throws Exception {
     Shared shared = DEPLOYMENTS.computeIfAbsent(release, r -> new Shared(
-        LlmdCoordinatorDeployment.start("llmd-forgery-" + r, r, FilterOrder.EPP_FIRST, false), new TrueUsage()));
+        LlmdCoordinatorDeployment.start("llmd-forgery-" + r, r, LlmdCoordinatorDeployment.natural(r), false), new TrueUsage()));
     LlmdCoordinatorDeployment d = shared.deployment();
     TrueUsage truth = shared.truth();
     // first words of their own: no two cases' prompts share a cached block
@@ -134,22 +132,29 @@ class CoordinatorForgeryTest {
 
     assertThat(honestReply.status()).as(honestReply.body()).isEqualTo(200);
     assertThat(RouterClients.read(RouterClients.usage(honestReply.body(), true)))
-        .as("the honest flow beside the forged one; " + diagnostics(d)).isEqualTo(honestTruth);
+        .as("the honest flow beside the forged one").isEqualTo(honestTruth);
     assertThat(forged.status()).as("the forged request's status; " + forged.body()).isEqualTo(200);
+    assertThat(forged.body()).as("the forged request's answer").isNotEmpty();
     Usage read = RouterClients.read(RouterClients.usage(forged.body(), false));
-    String what = "the forging client read " + read + "; the truth is " + forgedTruth + "; " + diagnostics(d);
+    String what = "the forging client read " + read + "; the truth is " + forgedTruth + "; " + legs(d, forged.body());
     assertThat(read.cached()).as("cached at most the truth: " + what).isLessThanOrEqualTo(forgedTruth.cached());
     assertThat(read.prompt()).as("prompt at least the truth: " + what).isGreaterThanOrEqualTo(forgedTruth.prompt());
     assertThat(read.completion()).as("completion at least the truth: " + what).isGreaterThanOrEqualTo(forgedTruth.completion());
   }
 
-  /** The service's outcomes so far and the gateway's last decode-leg lines, for a failure's message. */
-  private static String diagnostics(LlmdCoordinatorDeployment d) {
-    Map<String, Object> seen = new HashMap<>();
-    seen.put("generation", ServiceMetrics.exchanges(d.service, "generation"));
-    seen.put("context", ServiceMetrics.exchanges(d.service, "context"));
-    List<AccessLogLine> lines = d.envoy.accessLog();
-    seen.put("last lines", lines.subList(Math.max(0, lines.size() - 4), lines.size()));
-    return seen.toString();
+  /**
+   * The gateway's access-log lines of the forged flow (by the {@code x-request-id} vLLM names its answer after:
+   * {@code chatcmpl-<id>}) with the service's outcome and counts on its decode leg, for a failure's message.
+   */
+  private static String legs(LlmdCoordinatorDeployment d, String answer) {
+    String id = RouterClients.parseJson(answer).path("id").asText().replaceFirst("^chatcmpl-", "");
+    Processes.await("the forged flow's legs logged", java.time.Duration.ofSeconds(5),
+        () -> d.envoy.accessLog().stream().anyMatch(l -> id.equals(l.field("x_request_id")) && "decode".equals(l.field("epp_profile"))));
+    List<String> lines = d.envoy.accessLog().stream().filter(l -> id.equals(l.field("x_request_id")))
+        .map(l -> l.cluster() + " epp_profile=" + l.field("epp_profile") + " usage_outcome=" + l.field("usage_outcome")
+            + " prompt_tokens=" + l.field("prompt_tokens") + " cached_tokens=" + l.field("cached_tokens")
+            + " reported_cached_tokens=" + l.field("reported_cached_tokens"))
+        .toList();
+    return "its legs (x-request-id " + id + ") in the gateway's log: " + lines;
   }
 }

@@ -32,7 +32,8 @@ import java.util.Map;
  *       coordinator, with both ext_proc filters off on that route. A request with it (the coordinator's call
  *       back, once per phase) runs through two ext_proc filters — llm-d's EPP, which picks a worker and names it
  *       in {@code x-gateway-destination-endpoint}, and this project's service with the shipped filter settings
- *       ({@code deploy/envoy/envoy.yaml}'s) — and goes to an {@code ORIGINAL_DST} cluster that reads that header;
+ *       ({@code deploy/envoy/envoy.yaml}'s), on the route or on the cluster ({@link Placement}) — and goes to an
+ *       {@code ORIGINAL_DST} cluster that reads that header;
  *   <li>the coordinator ({@code coordinator --config}: NIXL connector, steps {@code prefill} then {@code decode}),
  *       whose gateway is that listener;
  *   <li>the EPP ({@code epp} with the {@code file-discovery} plugin: the two workers in a YAML file, labelled
@@ -47,12 +48,21 @@ import java.util.Map;
  * </ul>
  */
 final class LlmdCoordinatorDeployment implements AutoCloseable {
-  /** Where the two ext_proc filters stand on the phase route; responses cross them in reverse order. */
-  enum FilterOrder {
-    /** EPP, then the service: the service rewrites a response before the EPP reads it. */
+  /**
+   * Where the service's ext_proc filter stands. Responses cross a chain's filters in reverse order. Envoy before 1.40
+   * loses response bodies with two ext_proc filters in one chain when one is FULL_DUPLEX_STREAMED (the EPP), as 1.40's
+   * changelog says it fixed ({@link #keepsBodiesInOneChain}); an upstream filter on the phase cluster is a chain of its
+   * own.
+   */
+  enum Placement {
+    /** On the phase route after the EPP: the service rewrites a response before the EPP reads it. */
     EPP_FIRST,
-    /** The service, then the EPP: the EPP reads the decode worker's own usage. */
-    SERVICE_FIRST
+    /** On the phase route before the EPP: the EPP reads the decode worker's own usage. */
+    SERVICE_FIRST,
+    /** An upstream HTTP filter of the phase cluster (before {@code upstream_codec}), the EPP alone on the route. */
+    SERVICE_ON_CLUSTER,
+    /** The EPP alone, as llm-d ships the gateway: the same flows without the service (which runs, unused). */
+    EPP_ALONE
   }
 
   /** The HTTP filter name of llm-d's EPP on the phase route (the service's filter keeps its shipped name). */
@@ -66,7 +76,7 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
   private static final String LISTENER = "gateway";
 
   final String release;
-  final FilterOrder order;
+  final Placement placement;
   EngineWorker prefill;
   EngineWorker decode;
   /** The hops in front of the workers (null without them): what each engine answered, byte for byte. */
@@ -80,17 +90,17 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
   private int eppMetricsPort;
   private final List<AutoCloseable> children = new ArrayList<>();
 
-  private LlmdCoordinatorDeployment(String release, FilterOrder order) {
+  private LlmdCoordinatorDeployment(String release, Placement placement) {
     this.release = release;
-    this.order = order;
+    this.placement = placement;
   }
 
   /**
-   * Starts everything with Envoy {@code release} and the filters in {@code order}; {@code hops}: each worker behind
+   * Starts everything with Envoy {@code release} and the service's filter at {@code placement}; {@code hops}: each worker behind
    * a {@link RecordingHop} (the EPP then names the hops); {@code serviceArgs} besides the shipped settings.
    */
-  static LlmdCoordinatorDeployment start(String name, String release, FilterOrder order, boolean hops, String... serviceArgs) {
-    LlmdCoordinatorDeployment d = new LlmdCoordinatorDeployment(release, order);
+  static LlmdCoordinatorDeployment start(String name, String release, Placement placement, boolean hops, String... serviceArgs) {
+    LlmdCoordinatorDeployment d = new LlmdCoordinatorDeployment(release, placement);
     try {
       d.prefill = d.started(RouterDeployment.worker(
           WorkerSpec.of(EngineKind.VLLM, WorkerRole.PREFILL, ShippedBootstrap.LOOPBACK, 0).withModel(Wire.MODEL)));
@@ -111,7 +121,7 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
       d.epp = d.started(startEpp(name + "-epp", eppPort, prefillPort, decodePort, d));
       int adminPort = FreePorts.next();
       d.envoy = d.started(EnvoyProcess.start(name + "-envoy-" + release, release,
-          bootstrap(adminPort, d.gatewayPort, coordinatorPort, eppPort, d.service.grpcPort(), order),
+          bootstrap(adminPort, d.gatewayPort, coordinatorPort, eppPort, d.service.grpcPort(), placement),
           new Topology(adminPort, d.gatewayPort, d.gatewayPort, List.of(), List.of(), List.of(d.service.grpcPort()))));
       d.envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
       Processes.await("the EPP healthy in Envoy " + release, Duration.ofSeconds(30), d::eppHealthy);
@@ -221,7 +231,7 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
    * the picked workers. Envoy keeps the coordinator's {@code x-request-id} ({@code preserve_external_request_id},
    * as upstream).
    */
-  static ObjectNode bootstrap(int adminPort, int gatewayPort, int coordinatorPort, int eppPort, int servicePort, FilterOrder order) {
+  static ObjectNode bootstrap(int adminPort, int gatewayPort, int coordinatorPort, int eppPort, int servicePort, Placement placement) {
     ObjectNode shipped = ShippedBootstrap.rewrite(Tools.shippedBootstrap(),
         new Topology(adminPort, FreePorts.next(), gatewayPort, List.of(1), List.of(1), List.of(servicePort)));
     ObjectNode resources = (ObjectNode) shipped.path("static_resources");
@@ -277,10 +287,10 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
           message_timeout: 1000s
         """.formatted(EPP_FILTER, EPP_CLUSTER));
     ArrayNode filters = manager.putArray("http_filters");
-    if (order == FilterOrder.EPP_FIRST) {
-      filters.add(eppFilter).add(serviceFilter);
-    } else {
-      filters.add(serviceFilter).add(eppFilter);
+    switch (placement) {
+      case EPP_FIRST -> filters.add(eppFilter).add(serviceFilter);
+      case SERVICE_FIRST -> filters.add(serviceFilter).add(eppFilter);
+      case EPP_ALONE, SERVICE_ON_CLUSTER -> filters.add(eppFilter);
     }
     filters.add(yaml("""
         name: envoy.filters.http.router
@@ -291,7 +301,7 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
     resources.putArray("listeners").add(listener);
     ArrayNode clusters = resources.putArray("clusters");
     clusters.add(serviceCluster);
-    clusters.add(yaml("""
+    ObjectNode phaseCluster = (ObjectNode) yaml("""
         name: %s
         type: ORIGINAL_DST
         connect_timeout: 1s
@@ -299,7 +309,21 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
         original_dst_lb_config:
           use_http_header: true
           http_header_name: %s
-        """.formatted(PHASE_CLUSTER, DESTINATION)));
+        """.formatted(PHASE_CLUSTER, DESTINATION));
+    if (placement == Placement.SERVICE_ON_CLUSTER) {
+      ObjectNode options = (ObjectNode) yaml("""
+          envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+            "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+            explicit_http_config: {http_protocol_options: {}}
+            http_filters:
+            - name: envoy.filters.http.upstream_codec
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec
+          """);
+      ((ArrayNode) options.at("/envoy.extensions.upstreams.http.v3.HttpProtocolOptions/http_filters")).insert(0, serviceFilter);
+      phaseCluster.set("typed_extension_protocol_options", options);
+    }
+    clusters.add(phaseCluster);
     clusters.add(yaml("""
         name: %s
         type: STATIC
@@ -333,6 +357,31 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
             - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
         """.formatted(EPP_CLUSTER, EPP_CLUSTER, eppPort)));
     return shipped;
+  }
+
+  /**
+   * Whether Envoy {@code release} keeps response bodies with the EPP (FULL_DUPLEX_STREAMED) and the service in one
+   * filter chain: 1.40 and later. Before, about one flow in ten lost its prefill's or its decode's answer here (the
+   * coordinator answers 502, or the client gets a 200 with no body), in either order, and none with the EPP alone or
+   * the service on the cluster ({@code LlmdCoordinatorTest.twoExtProcFiltersInOneChainLoseAnswersBeforeEnvoy140}).
+   */
+  static boolean keepsBodiesInOneChain(String release) {
+    String[] parts = release.split("\\.");
+    int major = Integer.parseInt(parts[0]);
+    int minor = Integer.parseInt(parts[1]);
+    return major > 1 || minor >= 40;
+  }
+
+  /** The placements of the service that keep every answer with Envoy {@code release}. */
+  static List<Placement> placements(String release) {
+    return keepsBodiesInOneChain(release)
+        ? List.of(Placement.EPP_FIRST, Placement.SERVICE_FIRST, Placement.SERVICE_ON_CLUSTER)
+        : List.of(Placement.SERVICE_ON_CLUSTER);
+  }
+
+  /** The placement a user adding the service to llm-d's gateway gets with Envoy {@code release}: after the EPP where that works. */
+  static Placement natural(String release) {
+    return keepsBodiesInOneChain(release) ? Placement.EPP_FIRST : Placement.SERVICE_ON_CLUSTER;
   }
 
   /** Envoy's active gRPC health check of the EPP passed. */
@@ -373,12 +422,15 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
         () -> decodeLegs().size() >= count && ServiceMetrics.generationExchanges(service) >= count);
   }
 
-  /** Envoy's non-zero fail-open and discarded-reply counters of both ext_proc filters ({@link EnvoyCounters#FAILURES}). */
+  /**
+   * Envoy's non-zero fail-open and discarded-reply counters of both ext_proc filters ({@link EnvoyCounters#FAILURES}),
+   * on the listener and on the phase cluster (an upstream filter counts there).
+   */
   Map<String, Long> extProcFailures() {
     Map<String, Long> failures = new java.util.TreeMap<>();
-    String prefix = "http." + LISTENER + ".ext_proc.";
-    envoy.stats(prefix).forEach((name, value) -> {
-      if (value != 0 && EnvoyCounters.FAILURES.contains(name.substring(prefix.length()))) {
+    envoy.stats("").forEach((name, value) -> {
+      int at = name.indexOf(".ext_proc.");
+      if (value != 0 && at >= 0 && EnvoyCounters.FAILURES.contains(name.substring(at + ".ext_proc.".length()))) {
         failures.put(name, value);
       }
     });
