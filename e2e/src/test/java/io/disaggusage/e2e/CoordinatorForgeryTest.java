@@ -116,10 +116,11 @@ class CoordinatorForgeryTest {
     String forgedPrompt = "Forged" + tag + " " + LlmdCoordinatorTest.PROMPT;
     String honestPrompt = "Honest" + tag + " " + LlmdCoordinatorTest.PROMPT;
     String honestId = "honest-" + tag;
+    Map<String, Map<String, Long>> before = outcomes(d);
     if (kind == Prompt.REPEATED) {
-      Usage before = truth.next(forgedPrompt, MAX_TOKENS, 1);
+      Usage firstSight = truth.next(forgedPrompt, MAX_TOKENS, 1);
       assertThat(LlmdCoordinatorTest.read(d, RouterClients.chat(Wire.MODEL, forgedPrompt, MAX_TOKENS, 1, false), false, Map.of()))
-          .as("the honest first sight of the prompt").isEqualTo(before);
+          .as("the honest first sight of the prompt").isEqualTo(firstSight);
     }
     Usage forgedTruth = truth.next(forgedPrompt, MAX_TOKENS, 1);
     Usage honestTruth = truth.next(honestPrompt, MAX_TOKENS, 1);
@@ -136,10 +137,33 @@ class CoordinatorForgeryTest {
     assertThat(forged.status()).as("the forged request's status; " + forged.body()).isEqualTo(200);
     assertThat(forged.body()).as("the forged request's answer").isNotEmpty();
     Usage read = RouterClients.read(RouterClients.usage(forged.body(), false));
-    String what = "the forging client read " + read + "; the truth is " + forgedTruth + "; " + legs(d, forged.body());
+    // every case's reading in the test's output, the passing ones too (docs/routers.md tabulates them)
+    System.out.println("forgery " + release + " " + forgery + " " + kind + ": read " + read + ", truth " + forgedTruth
+        + ", the service's outcomes " + since(before, outcomes(d)));
+    String what = "the forging client read " + read + "; the truth is " + forgedTruth + "; " + legs(d, forged.body())
+        + "; the service's outcomes in this case (the honest flows' included: one stored context and one rewritten"
+        + " generation each) " + since(before, outcomes(d));
     assertThat(read.cached()).as("cached at most the truth: " + what).isLessThanOrEqualTo(forgedTruth.cached());
     assertThat(read.prompt()).as("prompt at least the truth: " + what).isGreaterThanOrEqualTo(forgedTruth.prompt());
     assertThat(read.completion()).as("completion at least the truth: " + what).isGreaterThanOrEqualTo(forgedTruth.completion());
+  }
+
+  /** The service's exchange counters by phase and outcome. */
+  private static Map<String, Map<String, Long>> outcomes(LlmdCoordinatorDeployment d) {
+    return Map.of("context", ServiceMetrics.exchanges(d.service, "context"),
+        "generation", ServiceMetrics.exchanges(d.service, "generation"), "none", ServiceMetrics.exchanges(d.service, "none"));
+  }
+
+  /** What each counter gained from {@code before} to {@code after}, the unchanged ones left out. */
+  private static String since(Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after) {
+    StringBuilder gained = new StringBuilder();
+    new java.util.TreeMap<>(after).forEach((phase, counts) -> new java.util.TreeMap<>(counts).forEach((outcome, count) -> {
+      long delta = count - before.get(phase).getOrDefault(outcome, 0L);
+      if (delta != 0) {
+        gained.append(gained.length() == 0 ? "" : ", ").append(phase).append('/').append(outcome).append(" +").append(delta);
+      }
+    }));
+    return "{" + gained + "}";
   }
 
   /**
