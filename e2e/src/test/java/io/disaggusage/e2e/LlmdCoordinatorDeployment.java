@@ -114,23 +114,46 @@ final class LlmdCoordinatorDeployment implements AutoCloseable {
         prefillPort = d.prefillHop.port();
         decodePort = d.decodeHop.port();
       }
-      d.service = d.started(ServiceProcess.started(name + "-service", serviceArgs));
-      d.gatewayPort = FreePorts.next();
-      int eppPort = FreePorts.next();
-      int coordinatorPort = FreePorts.next();
-      d.epp = d.started(startEpp(name + "-epp", eppPort, prefillPort, decodePort, d));
-      int adminPort = FreePorts.next();
-      d.envoy = d.started(EnvoyProcess.start(name + "-envoy-" + release, release,
-          bootstrap(adminPort, d.gatewayPort, coordinatorPort, eppPort, d.service.grpcPort(), placement),
-          new Topology(adminPort, d.gatewayPort, d.gatewayPort, List.of(), List.of(), List.of(d.service.grpcPort()))));
-      d.envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
-      Processes.await("the EPP healthy in Envoy " + release, Duration.ofSeconds(30), d::eppHealthy);
-      d.coordinator = d.started(startCoordinator(name + "-coordinator", coordinatorPort, d.gatewayPort));
+      d.startAround(name, prefillPort, decodePort, serviceArgs);
       return d;
     } catch (RuntimeException | AssertionError e) {
       d.close();
       throw e;
     }
+  }
+
+  /**
+   * The same around the real vLLM pair ({@link RealVllmPair}, shared by the run and left running), each server behind
+   * a {@link RecordingHop}; {@link #prefill} and {@link #decode} are null.
+   */
+  static LlmdCoordinatorDeployment startReal(String name, String release, Placement placement) {
+    RealVllmPair pair = RealVllmPair.get();
+    LlmdCoordinatorDeployment d = new LlmdCoordinatorDeployment(release, placement);
+    try {
+      d.prefillHop = d.started(new RecordingHop(pair.prefill.url("")));
+      d.decodeHop = d.started(new RecordingHop(pair.decode.url("")));
+      d.startAround(name, d.prefillHop.port(), d.decodeHop.port());
+      return d;
+    } catch (RuntimeException | AssertionError e) {
+      d.close();
+      throw e;
+    }
+  }
+
+  /** The service, the EPP over the two worker ports, the gateway Envoy and the coordinator, each waited for. */
+  private void startAround(String name, int prefillPort, int decodePort, String... serviceArgs) {
+    service = started(ServiceProcess.started(name + "-service", serviceArgs));
+    gatewayPort = FreePorts.next();
+    int eppPort = FreePorts.next();
+    int coordinatorPort = FreePorts.next();
+    epp = started(startEpp(name + "-epp", eppPort, prefillPort, decodePort, this));
+    int adminPort = FreePorts.next();
+    envoy = started(EnvoyProcess.start(name + "-envoy-" + release, release,
+        bootstrap(adminPort, gatewayPort, coordinatorPort, eppPort, service.grpcPort(), placement),
+        new Topology(adminPort, gatewayPort, gatewayPort, List.of(), List.of(), List.of(service.grpcPort()))));
+    envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
+    Processes.await("the EPP healthy in Envoy " + release, Duration.ofSeconds(30), this::eppHealthy);
+    coordinator = started(startCoordinator(name + "-coordinator", coordinatorPort, gatewayPort));
   }
 
   /**

