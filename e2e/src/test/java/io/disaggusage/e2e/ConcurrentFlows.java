@@ -44,17 +44,23 @@ final class ConcurrentFlows {
    */
   static Sent run(IntFunction<TrueUsage> truthOf, IntPredicate streamed, Client client, Supplier<String> diagnostics)
       throws Exception {
+    return run(FLOWS, truthOf, streamed, client, diagnostics);
+  }
+
+  /** {@link #run(IntFunction, IntPredicate, Client, Supplier)} with {@code flows} clients instead of {@link #FLOWS}. */
+  static Sent run(int flows, IntFunction<TrueUsage> truthOf, IntPredicate streamed, Client client, Supplier<String> diagnostics)
+      throws Exception {
     List<String> bodies = new ArrayList<>();
     List<Usage> expected = new ArrayList<>();
-    for (int i = 0; i < FLOWS; i++) { // first sight of each prompt: fills its prefill's cache
+    for (int i = 0; i < flows; i++) { // first sight of each prompt: fills its prefill's cache
       bodies.add(body(i, false));
       expected.add(truthOf.apply(i).next(prompt(i), maxTokens(i), 1));
       assertThat(client.send(i, bodies.get(i), false)).as("flow " + i + " alone").isEqualTo(expected.get(i));
     }
-    ExecutorService clients = Executors.newFixedThreadPool(FLOWS);
+    ExecutorService clients = Executors.newFixedThreadPool(flows);
     try {
       List<CompletableFuture<Usage>> read = new ArrayList<>();
-      for (int i = 0; i < FLOWS; i++) {
+      for (int i = 0; i < flows; i++) {
         int flow = i;
         boolean stream = streamed.test(i);
         String body = body(i, stream);
@@ -62,9 +68,9 @@ final class ConcurrentFlows {
         expected.add(truthOf.apply(i).next(prompt(i), maxTokens(i), 1));
         read.add(CompletableFuture.supplyAsync(() -> client.send(flow, body, stream), clients));
       }
-      List<Usage> concurrent = expected.subList(FLOWS, 2 * FLOWS);
-      assertThat(concurrent.stream().map(Usage::cached).distinct()).as("every flow's truth is its own").hasSize(FLOWS);
-      for (int i = 0; i < FLOWS; i++) {
+      List<Usage> concurrent = expected.subList(flows, 2 * flows);
+      assertThat(concurrent.stream().map(Usage::cached).distinct()).as("every flow's truth is its own").hasSize(flows);
+      for (int i = 0; i < flows; i++) {
         assertThat(read.get(i).get()).as("flow " + i + " among all at once; " + diagnostics.get()).isEqualTo(concurrent.get(i));
       }
     } finally {

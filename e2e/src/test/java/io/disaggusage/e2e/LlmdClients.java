@@ -20,11 +20,16 @@ final class LlmdClients {
 
   /** A POST of {@code body} to pd-sidecar's chat completions with {@code headers}; any status. */
   static Reply curl(LlmdDeployment deployment, String body, boolean stream, Map<String, String> headers) {
+    return curl(deployment.url("/v1/chat/completions"), body, stream, headers);
+  }
+
+  /** A POST of {@code body} to {@code url} with {@code headers}; any status. */
+  static Reply curl(String url, String body, boolean stream, Map<String, String> headers) {
     List<String> command = new ArrayList<>(List.of(Tools.curl().toString(), "-sS"));
     if (stream) {
       command.add("-N");
     }
-    command.addAll(List.of(deployment.url("/v1/chat/completions"), "-H", "content-type: application/json"));
+    command.addAll(List.of(url, "-H", "content-type: application/json"));
     headers.forEach((name, value) -> command.addAll(List.of("-H", name + ": " + value)));
     command.addAll(List.of("-d", body, "-w", "\n%{http_code}"));
     String out = RouterClients.run(command);

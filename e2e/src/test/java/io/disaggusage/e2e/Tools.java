@@ -94,6 +94,24 @@ public final class Tools {
     return installed("pd-sidecar", "llm-d's pd-sidecar");
   }
 
+  /**
+   * llm-d's coordinator (llm-d-router v0.10.0, {@code cmd/coordinator}), built with Go from the vendored source snapshot
+   * ({@code ../shared/vendor/llm-d-router-v0.10.0.tar.gz}) by the installer.
+   */
+  public static Path llmdCoordinator() {
+    return installed("llmd-coordinator", "llm-d's coordinator (llm-d-router v0.10.0)");
+  }
+
+  /** llm-d's endpoint picker, an Envoy ext_proc server (llm-d-router v0.10.0, {@code cmd/epp}), built as the coordinator. */
+  public static Path llmdEpp() {
+    return installed("llmd-epp", "llm-d's EPP (llm-d-router v0.10.0)");
+  }
+
+  /** llm-d-router v0.10.0's {@code pd-sidecar}, built as the coordinator; {@link #pdSidecar()} is the v0.7.1 one. */
+  public static Path llmdPdSidecar() {
+    return installed("llmd-pd-sidecar", "llm-d-router v0.10.0's pd-sidecar");
+  }
+
   /** The OpenTelemetry Collector built from scripts/otelcol (OTLP receiver, file exporter). */
   public static Path otelcol() {
     return installed("otelcol", "the OpenTelemetry Collector (scripts/otelcol)");
@@ -165,8 +183,8 @@ public final class Tools {
   }
 
   /**
-   * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER, E2E_SMG, E2E_PD_SIDECAR and
-   * E2E_VLLM_PYTHON point a test at a program installed elsewhere.
+   * E2E_PYTHON_CLIENTS=/path/to/python, E2E_REDIS_SERVER, E2E_VLLM_ROUTER, E2E_SGLANG_ROUTER, E2E_SMG, E2E_PD_SIDECAR, E2E_LLMD_COORDINATOR,
+   * E2E_LLMD_EPP, E2E_LLMD_PD_SIDECAR and E2E_VLLM_PYTHON point a test at a program installed elsewhere.
    */
   private static Path installed(String name, String what) {
     return InstalledTools.installed(name, what);

@@ -14,7 +14,7 @@ import java.util.Locale;
 public final class InstalledTools {
   /** What to run when a program is missing. */
   public static final String INSTALL =
-      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar, the"
+      "run scripts/install-test-tools (installs the pinned Envoy releases, SDK clients, P/D routers, pd-sidecar, llm-d-router, the"
           + " real vLLM engine with its tiny model and redis-server into .tools/)";
 
   private InstalledTools() {}
