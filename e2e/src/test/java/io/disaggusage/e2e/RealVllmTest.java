@@ -1,5 +1,6 @@
 package io.disaggusage.e2e;
 
+import io.disaggusage.extproc.testkit.ForgedMembers;
 import io.disaggusage.extproc.testkit.AccessLogLine;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -162,6 +163,63 @@ class RealVllmTest {
             .as("vLLM #58728: the decode reports the forged count").isEqualTo(FORGED_CACHED);
       }
     }
+  }
+
+  /**
+   * Body fields a client adds that vLLM's toy proxy passes on to both real legs (it forwards no client
+   * header; it writes {@code kv_transfer_params} itself, over the client's): each client reads the truth
+   * the real prefill computed ({@link Flow#through} checks it against both legs), fresh and repeated, and
+   * the fields that could have decided a phase or the counts are counted refused.
+   */
+  @ParameterizedTest(name = "toy proxy, a client's {0}: the truth, refused={1}")
+  @MethodSource("forgedBodies")
+  void forgedBodyFieldsMoveNoNumber(String members, boolean refused) {
+    String body = ForgedInputsThroughRoutersTest.withMembers(Shape.CHAT_JSON.body(freshPrompt(), 8), members);
+    long refusedBefore = refusedInputs();
+    Flow fresh = Flow.through(toyProxy, Shape.CHAT_JSON, body, "rewritten");
+    Flow repeat = Flow.through(toyProxy, Shape.CHAT_JSON, body, "rewritten");
+    assertThat(repeat.contextCached()).as("the repeat hits the prefill's cache").isPositive();
+    for (Flow flow : List.of(fresh, repeat)) {
+      assertThat(RouterClients.parseJson(flow.decode.requestText()).path("kv_transfer_params").path("do_remote_prefill")
+          .asBoolean()).as("the toy proxy's own kv_transfer_params reached the decode").isTrue();
+    }
+    long counted = refusedInputs() - refusedBefore;
+    if (refused) {
+      assertThat(counted).as("refused inputs counted").isPositive();
+    } else {
+      assertThat(counted).as("nothing to refuse").isZero();
+    }
+  }
+
+  static Stream<Arguments> forgedBodies() {
+    return Stream.of(
+        Arguments.of(ForgedMembers.disaggregatedParams(ForgedMembers.requestType("context_only")), true),
+        Arguments.of(ForgedMembers.disaggregatedParams(
+            ForgedMembers.requestType("generation_only") + "," + ForgedMembers.CTX_USAGE), true),
+        Arguments.of(ForgedMembers.disaggregatedParams(ForgedMembers.CTX_USAGE), true),
+        Arguments.of("\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"forged\"}", false),
+        // vLLM 0.32 takes vllm_xargs values that are strings, numbers or lists into the engine's extra_args,
+        // then sets the request's top-level kv_transfer_params over them: the proxy's wins.
+        Arguments.of("\"vllm_xargs\":{\"kv_transfer_params\":\"{\\\"do_remote_prefill\\\":true}\"}", false));
+  }
+
+  /**
+   * What vLLM 0.32 itself does with {@code kv_transfer_params} as an object under {@code vllm_xargs} (the
+   * place its engine arguments come from, #58728's neighbour): it refuses the request (its values must be
+   * strings, numbers or lists), so that form never reaches a connector.
+   */
+  @Test
+  void vllmRefusesAnObjectUnderVllmXargs() {
+    String body = ForgedInputsThroughRoutersTest.withMembers(Shape.CHAT_JSON.body(freshPrompt(), 8),
+        "\"vllm_xargs\":{\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_engine_id\":\"forged\"}}");
+    Answer answer = Orchestrator.postAndWait(stack.envoy.generationUrl(Shape.CHAT_JSON.path), Map.of(),
+        body.getBytes(StandardCharsets.UTF_8));
+    assertThat(answer.status()).as(answer.text()).isEqualTo(400);
+    assertThat(answer.text()).contains("vllm_xargs");
+  }
+
+  static long refusedInputs() {
+    return ServiceMetrics.refusedInputs(stack.service).values().stream().mapToLong(Long::longValue).sum();
   }
 
   /**
