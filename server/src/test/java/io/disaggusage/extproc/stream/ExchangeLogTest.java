@@ -301,7 +301,7 @@ class ExchangeLogTest {
       assertThat(fields.keySet())
           .containsExactly(
               "phase", "outcome", "key", "model", "prompt", "cached", "reported_cached", "completion", "total",
-              "corrected", "bytes_in", "bytes_out", "duration_ms");
+              "corrected", "refused", "bytes_in", "bytes_out", "duration_ms");
       out.add(fields);
     }
     return out;
