@@ -198,7 +198,7 @@ class FingerprintBindingTest {
     Config trusting = new Config(d.grpc(), d.admin(),
         new Config.Classification(c.contextClusters(), c.generationClusters(), c.paths(), c.stripAcceptEncoding(), true),
         d.ordering(), d.store(), d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(),
-        d.streaming());
+        d.streaming(), d.edgeGuard());
     String victim = "victim-flow-2";
     String prompt = "Victim's long document";
     try (ServiceUnderTest s = new ServiceUnderTest(trusting)) {
