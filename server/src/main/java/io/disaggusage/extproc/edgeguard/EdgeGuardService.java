@@ -63,6 +63,14 @@ public final class EdgeGuardService implements BindableService {
             new RateLimitedLog(log, 1, Duration.ofSeconds(10)));
   }
 
+  /**
+   * Warms the body path up before the guard serves ({@link EdgeGuardWarmup}), for at most {@code
+   * budget}; returns the rounds run (0 when no member is removed, so no body is read).
+   */
+  public int warmUp(Duration budget) {
+    return shared.removal() == null ? 0 : EdgeGuardWarmup.run(shared.removal(), budget);
+  }
+
   public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> replies) {
     return new EdgeGuardStream(shared, replies);
   }

@@ -56,6 +56,9 @@ public final class ServerRuntime implements AutoCloseable {
   /** How long {@link #close()} waits for cancelled streams to end after the drain timeout. */
   private static final Duration CANCEL_GRACE = Duration.ofSeconds(2);
 
+  /** The longest the edge role reads synthetic bodies before it serves. */
+  private static final Duration EDGE_WARMUP = Duration.ofMillis(400);
+
   /** Name of the single daemon thread that runs every deadline (store waits, ext_proc timers). */
   public static final String TIMER_THREAD_NAME = "disagg-usage-timer";
 
@@ -128,10 +131,7 @@ public final class ServerRuntime implements AutoCloseable {
     health = new HealthStatusManager();
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
-    BindableService extProc =
-        config.edgeGuard().enabled()
-            ? new EdgeGuardService(config, metrics, new EdgeGuardMetrics(metrics.registry()))
-            : new ExtProcService(config, store, metrics, timer);
+    BindableService extProc = config.edgeGuard().enabled() ? edgeGuard(begin) : new ExtProcService(config, store, metrics, timer);
     listener = GrpcListener.prepare(config.grpc());
     try (Warmup warmup = Warmup.run(config, timer, new PrivateListener(listener, this::withServices))) {
       logWarmup(warmup.result(), begin);
@@ -166,6 +166,14 @@ public final class ServerRuntime implements AutoCloseable {
         listener.describe(grpcServer),
         adminPort(),
         config.edgeGuard().enabled() ? "role edge guard" : "store " + config.store().type().name().toLowerCase(Locale.ROOT));
+  }
+
+  /** The edge role's service, its body path warmed up (it fails closed: a late first reply is a 504). */
+  private EdgeGuardService edgeGuard(long begin) {
+    EdgeGuardService guard = new EdgeGuardService(config, metrics, new EdgeGuardMetrics(metrics.registry()));
+    int rounds = guard.warmUp(EDGE_WARMUP);
+    log.debug("edge guard body path warmed up after {} ms: {} rounds", millisSince(begin), rounds);
+    return guard;
   }
 
   /** What the real server and the warm-up's twin of it serve, and their message size limit. */
