@@ -148,10 +148,10 @@ final class EdgeGuardStream implements StreamObserver<ProcessingRequest> {
       refuse(remover.rejection());
       return;
     }
-    send(EnvoyMessages.body(true, forwarded == in ? null : BodyBytes.wrap(forwarded), null));
     if (chunk.getEndOfStream()) {
-      finish(remover.removed());
+      finish(remover.removed()); // counted before Envoy can let the request go on
     }
+    send(EnvoyMessages.body(true, forwarded == in ? null : BodyBytes.wrap(forwarded), null));
   }
 
   /** The body ended with trailers, which carry no body bytes: what was read decides. */
