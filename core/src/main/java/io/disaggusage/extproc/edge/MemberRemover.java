@@ -18,13 +18,14 @@ import java.util.Map;
  * (with the blanks between them), so it is still one JSON object, with the client's key order,
  * whitespace, number spelling and escapes. Which members: the {@link MemberPaths}, wherever they
  * occur — every duplicate too (Python's {@code json} keeps the last one), names compared decoded
- * ({@code "kv\u005ftransfer_params"} is {@code kv_transfer_params}).
+ * (a name whose underscore is written as a {@code \}{@code u005f} escape is still {@code
+ * kv_transfer_params}).
  *
  * <p>Jackson's non-blocking parser reads the body; the remover places its token ends on the bytes.
  * Held back, undecided, is only what lies between a member and the next name (the comma may have to
- * go) inside the few objects that may hold removed members, at most {@link MemberRemoval.Limits
- * #maxHeldBytes} of it; everything else goes out in the reply to the chunk it came in. The output is
- * the same for every chunking of a body.
+ * go) inside the few objects that may hold removed members, at most {@link
+ * MemberRemoval.Limits#maxHeldBytes()} of it; everything else goes out in the reply to the chunk it
+ * came in. The output is the same for every chunking of a body.
  *
  * <p>A body that is not one JSON object — malformed, truncated, too deep, a root that is not an object,
  * anything but whitespace after it, a UTF-8 byte-order mark anywhere but at the start — is {@link
@@ -65,6 +66,7 @@ public final class MemberRemover {
   private final ByteArrayFeeder feeder;
   private final MemberPaths.Node root;
   private final int maxHeldBytes;
+  private final int maxStringChars;
 
   private State state = State.BEFORE_ROOT;
   private boolean ended;
@@ -107,6 +109,7 @@ public final class MemberRemover {
     this.feeder = (ByteArrayFeeder) parser.getNonBlockingInputFeeder();
     this.root = root;
     this.maxHeldBytes = limits.maxHeldBytes();
+    this.maxStringChars = limits.maxStringBytes();
   }
 
   /**
@@ -171,11 +174,6 @@ public final class MemberRemover {
   /** Members removed so far, by dotted path, in the order first seen. */
   public Map<String, Integer> removed() {
     return Collections.unmodifiableMap(removed);
-  }
-
-  /** Whether the whole root object has been read (only whitespace may follow). */
-  public boolean rootClosed() {
-    return state == State.AFTER_ROOT;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -243,6 +241,11 @@ public final class MemberRemover {
     while (state == State.BEFORE_ROOT || state == State.IN_ROOT) {
       JsonToken token = parser.nextToken();
       if (token == JsonToken.NOT_AVAILABLE || token == null) {
+        return;
+      }
+      if (token == JsonToken.VALUE_STRING && parser.getTextLength() > maxStringChars) {
+        // Jackson checks the limit only when its buffer grows, and a recycled buffer may be larger.
+        reject(Rejection.TOO_LARGE);
         return;
       }
       onToken(token, position(), parser.getParsingContext().getNestingDepth());

@@ -112,7 +112,10 @@ public final class ServerRuntime implements AutoCloseable {
     long begin = System.nanoTime();
     timer = newTimer();
     // The edge guard keeps no usage: a store it never uses must not connect to Redis.
-    store = config.edgeGuard().enabled() ? new MemoryContextUsageStore(config.store().ttl(), 1, timer) : openStore(config.store(), timer);
+    store =
+        config.edgeGuard().enabled()
+            ? new MemoryContextUsageStore(config.store().ttl(), 1, timer)
+            : openStore(config.store(), timer);
     metrics.registerStoreSize(store::size);
     metrics.registerStoreReady(store::isReady);
     log.debug("store {} open after {} ms", config.store().type(), millisSince(begin));
@@ -131,7 +134,8 @@ public final class ServerRuntime implements AutoCloseable {
     health = new HealthStatusManager();
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
-    BindableService extProc = config.edgeGuard().enabled() ? edgeGuard(begin) : new ExtProcService(config, store, metrics, timer);
+    BindableService extProc =
+        config.edgeGuard().enabled() ? edgeGuard(begin) : new ExtProcService(config, store, metrics, timer);
     listener = GrpcListener.prepare(config.grpc());
     try (Warmup warmup = Warmup.run(config, timer, new PrivateListener(listener, this::withServices))) {
       logWarmup(warmup.result(), begin);
@@ -165,7 +169,9 @@ public final class ServerRuntime implements AutoCloseable {
         ManagementFactory.getRuntimeMXBean().getUptime(),
         listener.describe(grpcServer),
         adminPort(),
-        config.edgeGuard().enabled() ? "role edge guard" : "store " + config.store().type().name().toLowerCase(Locale.ROOT));
+        config.edgeGuard().enabled()
+            ? "role edge guard"
+            : "store " + config.store().type().name().toLowerCase(Locale.ROOT));
   }
 
   /** The edge role's service, its body path warmed up (it fails closed: a late first reply is a 504). */
