@@ -29,7 +29,8 @@ public record Config(
     Metrics metrics,
     Logging logging,
     Shutdown shutdown,
-    Streaming streaming) {
+    Streaming streaming,
+    EdgeGuard edgeGuard) {
 
   /**
    * {@code grpc.*}: the ext_proc + grpc.health.v1 listener.
@@ -124,6 +125,34 @@ public record Config(
    *     numbers, and take the resulting usage event out of what the client receives
    */
   public record Streaming(@Default("false") boolean injectIncludeUsage) {}
+
+  /**
+   * {@code edge_guard.*}: the service's role. Off (the default), it corrects usage on the calls between
+   * the orchestrator and the workers. On, the same port serves the edge guard instead, for the
+   * client-facing route: it removes from client requests what only the prefill/decode machinery may set,
+   * and leaves every other byte as the client sent it (docs/reliability.md, "Trust model").
+   *
+   * @param enabled run as the edge guard instead of the usage correction
+   * @param removeHeaders request headers removed besides every {@code x-disagg-*} one (lower-case names)
+   * @param removeMembers members removed from the JSON request bodies of {@code classification.paths},
+   *     as paths of names from the root separated by {@code .}, compared decoded
+   * @param maxStringBytes longest JSON string such a body may hold; a longer one is refused, since the
+   *     parser holds one string at a time whole (this bounds a stream's memory)
+   */
+  public record EdgeGuard(
+      @Default("false") boolean enabled,
+      @Default("epp-profile, x-trtllm-msgpack, x-prefiller-host-port") List<String> removeHeaders,
+      @Default(
+              "kv_transfer_params, disaggregated_params, bootstrap_host, bootstrap_port, bootstrap_room,"
+                  + " vllm_xargs.kv_transfer_params, sampling_params.extra_args.kv_transfer_params")
+          List<String> removeMembers,
+      @Default("16MiB") @Bytes int maxStringBytes) {
+
+    public EdgeGuard {
+      removeHeaders = List.copyOf(removeHeaders);
+      removeMembers = List.copyOf(removeMembers);
+    }
+  }
 
   /** {@code admin.*}: the HTTP admin listener (/healthz /readyz /metrics). */
   public record Admin(@Default("9090") int port) {}

@@ -1,5 +1,6 @@
 package io.disaggusage.extproc.config;
 
+import io.disaggusage.extproc.edge.MemberPaths;
 import io.disaggusage.extproc.logtext.LogText;
 import io.disaggusage.extproc.store.RedisUris;
 import static io.disaggusage.extproc.config.ConfigLoader.formatDuration;
@@ -82,6 +83,7 @@ final class ConfigValidator {
       problems.invalid("metadata.namespace", "\"" + namespace + "\" must match [A-Za-z0-9_.-]+");
     }
     validateClassification(config.classification());
+    validateEdgeGuard(config.edgeGuard());
     validateStore(store);
     validateTransport(grpc, config.shutdown());
   }
@@ -108,6 +110,34 @@ final class ConfigValidator {
             "\"" + cluster + "\" is also listed in classification.context_clusters");
       }
     }
+  }
+
+  private void validateEdgeGuard(Config.EdgeGuard edge) {
+    for (String header : edge.removeHeaders()) {
+      if (!HEADER_NAME.matcher(header).matches()) {
+        problems.invalid("edge_guard.remove_headers", "\"" + header + "\" is not a header name");
+      } else if (!header.equals(header.toLowerCase(java.util.Locale.ROOT))) {
+        problems.invalid("edge_guard.remove_headers", "\"" + header + "\" must be lower case, as Envoy sends names");
+      } else if (header.equals("host")) {
+        problems.invalid("edge_guard.remove_headers", "\"host\" cannot be removed (Envoy refuses it)");
+      }
+    }
+    boolean pathsWritten = true;
+    for (String path : edge.removeMembers()) {
+      String problem = MemberPaths.problem(path);
+      if (problem != null) {
+        problems.invalid("edge_guard.remove_members", problem);
+        pathsWritten = false;
+      }
+    }
+    if (pathsWritten && !edge.removeMembers().isEmpty()) {
+      try {
+        MemberPaths.of(edge.removeMembers());
+      } catch (IllegalArgumentException e) {
+        problems.invalid("edge_guard.remove_members", e.getMessage());
+      }
+    }
+    positive("edge_guard.max_string_bytes", edge.maxStringBytes());
   }
 
   private void validateStore(Config.Store store) {

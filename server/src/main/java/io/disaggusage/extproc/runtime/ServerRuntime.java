@@ -3,6 +3,8 @@ package io.disaggusage.extproc.runtime;
 import io.disaggusage.extproc.Version;
 import io.disaggusage.extproc.config.Config;
 import io.disaggusage.extproc.config.ConfigLoader;
+import io.disaggusage.extproc.edgeguard.EdgeGuardService;
+import io.disaggusage.extproc.metrics.EdgeGuardMetrics;
 import io.disaggusage.extproc.stream.ExtProcService;
 import io.disaggusage.extproc.logtext.LogText;
 import io.disaggusage.extproc.metrics.Metrics;
@@ -53,6 +55,9 @@ public final class ServerRuntime implements AutoCloseable {
 
   /** How long {@link #close()} waits for cancelled streams to end after the drain timeout. */
   private static final Duration CANCEL_GRACE = Duration.ofSeconds(2);
+
+  /** The longest the edge role reads synthetic bodies before it serves. */
+  private static final Duration EDGE_WARMUP = Duration.ofMillis(400);
 
   /** Name of the single daemon thread that runs every deadline (store waits, ext_proc timers). */
   public static final String TIMER_THREAD_NAME = "disagg-usage-timer";
@@ -106,7 +111,11 @@ public final class ServerRuntime implements AutoCloseable {
   private void startAll() throws StartupException {
     long begin = System.nanoTime();
     timer = newTimer();
-    store = openStore(config.store(), timer);
+    // The edge guard keeps no usage: a store it never uses must not connect to Redis.
+    store =
+        config.edgeGuard().enabled()
+            ? new MemoryContextUsageStore(config.store().ttl(), 1, timer)
+            : openStore(config.store(), timer);
     metrics.registerStoreSize(store::size);
     metrics.registerStoreReady(store::isReady);
     log.debug("store {} open after {} ms", config.store().type(), millisSince(begin));
@@ -125,7 +134,8 @@ public final class ServerRuntime implements AutoCloseable {
     health = new HealthStatusManager();
     health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
     health.setStatus(EXT_PROC_SERVICE_NAME, ServingStatus.NOT_SERVING);
-    ExtProcService extProc = new ExtProcService(config, store, metrics, timer);
+    BindableService extProc =
+        config.edgeGuard().enabled() ? edgeGuard(begin) : new ExtProcService(config, store, metrics, timer);
     listener = GrpcListener.prepare(config.grpc());
     try (Warmup warmup = Warmup.run(config, timer, new PrivateListener(listener, this::withServices))) {
       logWarmup(warmup.result(), begin);
@@ -153,13 +163,23 @@ public final class ServerRuntime implements AutoCloseable {
     }
     startupTime = Duration.ofNanos(System.nanoTime() - begin);
     log.info(
-        "disagg-usage-extproc {} started in {} ms (JVM uptime {} ms): grpc {}, admin port {}, store {}",
+        "disagg-usage-extproc {} started in {} ms (JVM uptime {} ms): grpc {}, admin port {}, {}",
         Version.current(),
         startupTime.toMillis(),
         ManagementFactory.getRuntimeMXBean().getUptime(),
         listener.describe(grpcServer),
         adminPort(),
-        config.store().type().name().toLowerCase(Locale.ROOT));
+        config.edgeGuard().enabled()
+            ? "role edge guard"
+            : "store " + config.store().type().name().toLowerCase(Locale.ROOT));
+  }
+
+  /** The edge role's service, its body path warmed up (it fails closed: a late first reply is a 504). */
+  private EdgeGuardService edgeGuard(long begin) {
+    EdgeGuardService guard = new EdgeGuardService(config, metrics, new EdgeGuardMetrics(metrics.registry()));
+    int rounds = guard.warmUp(EDGE_WARMUP);
+    log.debug("edge guard body path warmed up after {} ms: {} rounds", millisSince(begin), rounds);
+    return guard;
   }
 
   /** What the real server and the warm-up's twin of it serve, and their message size limit. */

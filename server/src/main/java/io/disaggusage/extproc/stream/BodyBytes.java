@@ -13,13 +13,13 @@ import java.nio.ByteBuffer;
  * request message, so nothing here or in the body processors writes into it (they copy what they
  * change). Any other layout (a slice, a rope, a direct buffer) is copied as before.
  */
-final class BodyBytes {
+public final class BodyBytes {
   private static final byte[] EMPTY = new byte[0];
 
   private BodyBytes() {}
 
   /** The chunk's bytes: the backing array itself when it is exactly the chunk, else a copy. */
-  static byte[] of(ByteString body) {
+  public static byte[] of(ByteString body) {
     if (body.isEmpty()) {
       return EMPTY;
     }
@@ -38,7 +38,7 @@ final class BodyBytes {
    * Envoy sent, which nothing writes into ({@link #of}). A copy here was the largest allocation of a
    * generation stream whose usage event came in the same chunk as the rest of the body.
    */
-  static ByteString wrap(byte[] bytes) {
+  public static ByteString wrap(byte[] bytes) {
     return UnsafeByteOperations.unsafeWrap(bytes);
   }
 

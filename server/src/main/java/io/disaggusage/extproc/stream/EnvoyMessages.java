@@ -23,15 +23,18 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 
-/** Reading Envoy's messages and writing replies the way Envoy honours them (envoy-ext-proc.md). */
-final class EnvoyMessages {
+/**
+ * Reading Envoy's messages and writing replies the way Envoy honours them (envoy-ext-proc.md). Public
+ * for the edge guard's stream, which answers with the same replies.
+ */
+public final class EnvoyMessages {
   /** The key Envoy files request/response attributes under, whatever the filter is named. */
   static final String ATTRIBUTES_KEY = "envoy.filters.http.ext_proc";
 
   private EnvoyMessages() {}
 
   /** Lower-case name to first value; values from {@code raw_value} (Envoy ≥ 1.32 fills only that). */
-  static Map<String, String> headers(HeaderMap map) {
+  public static Map<String, String> headers(HeaderMap map) {
     Map<String, String> out = new LinkedHashMap<>(map.getHeadersCount() * 2);
     for (HeaderValue h : map.getHeadersList()) {
       String value =
@@ -42,7 +45,7 @@ final class EnvoyMessages {
   }
 
   /** The request headers message as the classifier reads it: method, path without query, headers, cluster. */
-  static RequestHead requestHead(ProcessingRequest request) {
+  public static RequestHead requestHead(ProcessingRequest request) {
     Map<String, String> map = headers(request.getRequestHeaders().getHeaders());
     String path = map.getOrDefault(":path", "");
     int query = path.indexOf('?');
@@ -64,7 +67,7 @@ final class EnvoyMessages {
   }
 
   /** Nothing more for this exchange: no further headers, bodies or trailers. */
-  static ProcessingMode allOff() {
+  public static ProcessingMode allOff() {
     return ProcessingMode.newBuilder()
         .setRequestHeaderMode(HeaderSendMode.SKIP)
         .setResponseHeaderMode(HeaderSendMode.SKIP)
@@ -90,11 +93,11 @@ final class EnvoyMessages {
         .build();
   }
 
-  static ProcessingResponse requestHeaders(HeaderMutation mutation, ProcessingMode mode) {
+  public static ProcessingResponse requestHeaders(HeaderMutation mutation, ProcessingMode mode) {
     return headersReply(true, mutation, mode, null);
   }
 
-  static ProcessingResponse responseHeaders(HeaderMutation mutation, ProcessingMode mode, Struct metadata) {
+  public static ProcessingResponse responseHeaders(HeaderMutation mutation, ProcessingMode mode, Struct metadata) {
     return headersReply(false, mutation, mode, metadata);
   }
 
@@ -133,7 +136,7 @@ final class EnvoyMessages {
   private static final ProcessingResponse RESPONSE_BODY_UNCHANGED = build(false, null, null);
 
   /** A STREAMED body reply: {@code replacement} null forwards the chunk as it came. */
-  static ProcessingResponse body(boolean request, ByteString replacement, Struct metadata) {
+  public static ProcessingResponse body(boolean request, ByteString replacement, Struct metadata) {
     if (replacement == null && metadata == null) {
       return request ? REQUEST_BODY_UNCHANGED : RESPONSE_BODY_UNCHANGED;
     }
@@ -158,7 +161,7 @@ final class EnvoyMessages {
     return reply.build();
   }
 
-  static ProcessingResponse trailers(boolean request) {
+  public static ProcessingResponse trailers(boolean request) {
     ProcessingResponse.Builder reply = ProcessingResponse.newBuilder();
     if (request) {
       reply.setRequestTrailers(TrailersResponse.getDefaultInstance());
@@ -176,7 +179,7 @@ final class EnvoyMessages {
         .build();
   }
 
-  static HeaderMutation removeHeaders(String... names) {
+  public static HeaderMutation removeHeaders(String... names) {
     HeaderMutation.Builder m = HeaderMutation.newBuilder();
     for (String name : names) {
       m.addRemoveHeaders(name);

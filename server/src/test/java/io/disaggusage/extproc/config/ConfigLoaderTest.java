@@ -280,6 +280,10 @@ class ConfigLoaderTest {
     changed.put("logging.level", "warn");
     changed.put("shutdown.drain_timeout", "0s");
     changed.put("streaming.inject_include_usage", "true");
+    changed.put("edge_guard.enabled", "true");
+    changed.put("edge_guard.remove_headers", "x-a");
+    changed.put("edge_guard.remove_members", "a.b");
+    changed.put("edge_guard.max_string_bytes", "99");
     assertThat(changed.keySet()).containsExactlyElementsOf(ConfigLoader.keys());
     Map<String, String> changedEnv = new HashMap<>();
     changed.forEach((key, value) -> changedEnv.put(ConfigLoader.envName(key), value));
@@ -320,7 +324,8 @@ class ConfigLoaderTest {
                     Duration.ofSeconds(15), Duration.ofSeconds(2), List.of("x-tenant=a", "authorization=Basic b"))),
                 new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.WARN),
                 new Config.Shutdown(Duration.ZERO),
-                new Config.Streaming(true)));
+                new Config.Streaming(true),
+                new Config.EdgeGuard(true, List.of("x-a"), List.of("a.b"), 99)));
   }
 
   /** A header entry is name=value; the message quotes the name part only, the value may be a secret. */

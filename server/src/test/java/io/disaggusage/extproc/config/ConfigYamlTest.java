@@ -135,7 +135,8 @@ class ConfigYamlTest {
             new Config.Metrics(List.of("", "true", "meta-llama/Llama-3.1-8B-Instruct"), 0, Config.defaults().metrics().otlp()),
             new Config.Logging(Config.LogFormat.JSON, Config.LogLevel.OFF),
             new Config.Shutdown(Duration.ofSeconds(90)),
-            new Config.Streaming(true));
+            new Config.Streaming(true),
+            new Config.EdgeGuard(true, List.of("x-forged", "yes"), List.of("a.b", "true", "c"), 1536));
 
     String yaml = ConfigLoader.toYaml(config);
 

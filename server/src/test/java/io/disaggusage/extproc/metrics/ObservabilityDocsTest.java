@@ -21,11 +21,12 @@ class ObservabilityDocsTest {
     return Path.of(System.getProperty("project.root", "..")).toAbsolutePath().normalize();
   }
 
-  /** Names a scrape can contain: each metric plus the series suffixes of its type. */
+  /** Names a scrape can contain, in either role: each metric plus the series suffixes of its type. */
   static Set<String> exported() {
     Metrics metrics = Metrics.standalone();
     metrics.registerStoreSize(() -> 0);
     metrics.registerStoreReady(() -> true);
+    new EdgeGuardMetrics(metrics.registry());
     Set<String> names = new HashSet<>();
     for (MetricSnapshot s : metrics.registry().scrape()) {
       String name = s.getMetadata().getPrometheusName();

@@ -35,7 +35,7 @@ class IncludeUsageInjectionSpecificationTest extends ScenarioFixture {
 
   static Config injecting(Config c) {
     return new Config(c.grpc(), c.admin(), c.classification(), c.ordering(), c.store(), c.metadata(), c.limits(),
-        c.metrics(), c.logging(), c.shutdown(), new Config.Streaming(true));
+        c.metrics(), c.logging(), c.shutdown(), new Config.Streaming(true), Config.defaults().edgeGuard());
   }
 
   @Override

@@ -267,7 +267,7 @@ class PassThroughSpecificationTest extends ScenarioFixture {
     Config d = ServiceUnderTest.testConfig();
     Config small =
         new Config(d.grpc(), d.admin(), d.classification(), d.ordering(), d.store(), d.metadata(),
-            new Config.Limits(200, 150, 64 * 1024, 256, d.limits().maxWaiters()), d.metrics(), d.logging(), d.shutdown(), d.streaming());
+            new Config.Limits(200, 150, 64 * 1024, 256, d.limits().maxWaiters()), d.metrics(), d.logging(), d.shutdown(), d.streaming(), d.edgeGuard());
     try (ServiceUnderTest s = new ServiceUnderTest(small)) {
       for (String id : List.of("j", "e")) {
         Flows.run(s.envoy, Flows.ctx(id, "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}"));

@@ -184,7 +184,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         d.limits(),
         d.metrics(),
         d.logging(),
-        d.shutdown(), d.streaming());
+        d.shutdown(), d.streaming(), d.edgeGuard());
   }
 
   public static Config testConfig() {
@@ -205,7 +205,7 @@ public final class ServiceUnderTest implements AutoCloseable {
         config.metrics(),
         config.logging(),
         config.shutdown(),
-        config.streaming());
+        config.streaming(), config.edgeGuard());
   }
 
   /**
@@ -224,7 +224,7 @@ public final class ServiceUnderTest implements AutoCloseable {
             g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle(),
             Duration.ofMillis(TEST_MESSAGE_TIMEOUT_MILLIS), g.tls()),
         config.admin(), config.classification(), config.ordering(), config.store(), config.metadata(),
-        config.limits(), config.metrics(), config.logging(), config.shutdown(), config.streaming());
+        config.limits(), config.metrics(), config.logging(), config.shutdown(), config.streaming(), config.edgeGuard());
   }
 
   /**

@@ -57,7 +57,7 @@ class SoakTest {
     return new Config(d.grpc(), d.admin(), d.classification(), d.ordering(),
         new Config.Store(d.store().type(), TTL, d.store().redisUri(), 10_000,
             d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
-        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming());
+        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming(), d.edgeGuard());
   }
 
   /**

@@ -77,7 +77,7 @@ public class ExchangeStreamFuzzTest {
           new Config(d.grpc(), d.admin(), d.classification(), d.ordering(), d.store(), d.metadata(),
               new Config.Limits(
                   maxBody, maxEvent, d.limits().maxUsageBytes(), d.limits().maxKeyBytes(), d.limits().maxWaiters()),
-              d.metrics(), d.logging(), d.shutdown(), d.streaming());
+              d.metrics(), d.logging(), d.shutdown(), d.streaming(), d.edgeGuard());
       MemoryContextUsageStore store = new MemoryContextUsageStore(config.store().ttl(), 1000, TIMER);
       Metrics metrics = Metrics.standalone();
       return new Service(config, store, metrics, new DirectEnvoy(new ExtProcService(config, store, metrics, TIMER)));

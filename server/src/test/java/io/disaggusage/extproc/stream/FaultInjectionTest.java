@@ -58,7 +58,7 @@ class FaultInjectionTest {
             g.permitKeepaliveTime(), g.maxConcurrentStreams(), g.maxConnectionIdle(), g.envoyMessageTimeout(), g.tls()),
         d.admin(), d.classification(), d.ordering(),
         new Config.Store(d.store().type(), TTL, d.store().redisUri(), d.store().maxEntries(), d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
-        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming());
+        d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(), d.streaming(), d.edgeGuard());
   }
 
   /** The service with a switchable store in front of the fixture's memory store. */

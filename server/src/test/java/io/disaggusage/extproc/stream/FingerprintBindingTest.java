@@ -199,7 +199,7 @@ class FingerprintBindingTest {
         new Config.Classification(c.contextClusters(), c.generationClusters(), c.paths(), c.stripAcceptEncoding(), true,
             c.phaseHeader()),
         d.ordering(), d.store(), d.metadata(), d.limits(), d.metrics(), d.logging(), d.shutdown(),
-        d.streaming());
+        d.streaming(), d.edgeGuard());
     String victim = "victim-flow-2";
     String prompt = "Victim's long document";
     try (ServiceUnderTest s = new ServiceUnderTest(trusting)) {

@@ -41,7 +41,7 @@ class LimitsTest {
             new Config.Store(d.store().type(), d.store().ttl(), d.store().redisUri(), maxEntries,
                 d.store().keyPrefix(), d.store().redisTimeout(), d.store().redisCluster()),
             d.metadata(), new Config.Limits(maxBody, maxEvent, d.limits().maxUsageBytes(), maxKey, maxWaiters),
-            d.metrics(), d.logging(), d.shutdown(), d.streaming());
+            d.metrics(), d.logging(), d.shutdown(), d.streaming(), d.edgeGuard());
     store = new MemoryContextUsageStore(config.store().ttl(), maxEntries, ExchangeStreamFuzzTest.TIMER);
     metrics = Metrics.standalone();
     envoy = new DirectEnvoy(new ExtProcService(config, store, metrics, ExchangeStreamFuzzTest.TIMER));
