@@ -204,57 +204,27 @@ class EdgeGuardEnvoyTest {
     }
   }
 
-  /** The recording upstream, the edge guard and Envoy on the shipped edge bootstrap. */
+  /** The recording upstream behind the edge guard's front ({@link EdgeGuardFront}). */
   static final class Stack implements AutoCloseable {
     final RecordingUpstream upstream = new RecordingUpstream();
+    final EdgeGuardFront front;
     final ServiceProcess service;
-    final RealEnvoy envoy;
-    final int listener = FreePorts.next();
+    final int listener;
 
     private Stack(String release) {
-      service = ServiceProcess.started("edge-guard-" + release, "--set", "edge_guard.enabled=true");
-      int admin = FreePorts.next();
-      ObjectNode bootstrap = bootstrap(admin, listener, upstream.port(), service.grpcPort());
-      Path config = Tools.logs().resolve("edge-guard-envoy-" + release + ".yaml");
-      try {
-        Files.writeString(config, ShippedBootstrap.yaml(bootstrap));
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      // Its access log (details=%RESPONSE_CODE_DETAILS%) and the ext_proc filter's own account, for a failure.
-      envoy = RealEnvoy.start("Envoy " + release + " edge guard", Tools.envoy(release), config, admin,
-          Tools.logs().resolve("edge-guard-envoy-" + release + ".log"),
-          Tools.logs().resolve("edge-guard-envoy-" + release + ".access.log"),
-          List.of("--file-flush-interval-msec", "20", "-l", "info", "--component-log-level", "ext_proc:debug"));
-      Processes.await("the edge guard healthy in Envoy " + release, Duration.ofSeconds(20), () ->
-          Http.body(envoy.adminUrl("/clusters")).lines()
-              .anyMatch(l -> l.startsWith("disagg_usage_edge_guard::") && l.endsWith("::health_flags::healthy")));
+      front = EdgeGuardFront.start("edge-guard", release, upstream.port());
+      service = front.guard;
+      listener = front.listener;
     }
 
     static Stack start(String release) {
       return new Stack(release);
     }
 
-    /** The shipped edge bootstrap with the test's ports. */
-    static ObjectNode bootstrap(int admin, int listener, int upstream, int guard) {
-      ObjectNode root;
-      try {
-        root = (ObjectNode) ShippedBootstrap.YAML.readTree(Tools.root().resolve("deploy/envoy/edge-guard/envoy.yaml").toFile());
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      ShippedBootstrap.socketAddress(root.path("admin").path("address")).put("port_value", admin);
-      ObjectNode resources = (ObjectNode) root.path("static_resources");
-      ObjectNode socket =
-          ShippedBootstrap.socketAddress(ShippedBootstrap.named(resources, "listeners", "client_ingress").path("address"));
-      socket.put("address", ShippedBootstrap.LOOPBACK);
-      socket.put("port_value", listener);
-      ShippedBootstrap.endpoints(
-          ShippedBootstrap.named(resources, "clusters", "orchestrator"), ShippedBootstrap.LOOPBACK, List.of(upstream));
-      ShippedBootstrap.named(resources, "clusters", "orchestrator").put("type", "STATIC");
-      ShippedBootstrap.endpoints(
-          ShippedBootstrap.named(resources, "clusters", "disagg_usage_edge_guard"), ShippedBootstrap.LOOPBACK, List.of(guard));
-      return root;
+    @Override
+    public void close() {
+      front.close();
+      upstream.close();
     }
 
     /**
@@ -302,13 +272,6 @@ class EdgeGuardEnvoyTest {
         headers.put(lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT), lines[i].substring(colon + 1).trim());
       }
       return new Reply(Integer.parseInt(lines[0].split(" ")[1]), headers, response.substring(end + 4));
-    }
-
-    @Override
-    public void close() {
-      envoy.close();
-      service.close();
-      upstream.close();
     }
   }
 }
