@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.disaggusage.e2e.TrueUsage.Usage;
 import io.disaggusage.extproc.testkit.AccessLogLine;
 import io.disaggusage.extproc.testkit.ForgedMembers;
+import io.disaggusage.extproc.emulator.workers.EngineWorker;
 import io.disaggusage.extproc.emulator.workers.RecordedRequest;
 import io.disaggusage.extproc.testkit.Wire;
 import java.time.Duration;
@@ -16,6 +17,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -92,20 +94,48 @@ class ForgedInputsThroughRoutersTest {
   @ParameterizedTest(name = "Envoy {0}: {1}")
   @MethodSource("routers")
   void noForgedInputMovesTheForgersOrAnyOtherFlowsNumbers(String release, Router router) throws Exception {
-    ExecutorService honestClients = Executors.newSingleThreadExecutor();
     try (RouterDeployment deployment = router.start(release)) {
-      Run run = new Run(deployment, router, honestClients);
+      runAll(Target.of(deployment), router + " (Envoy " + release + ")");
+    }
+  }
+
+  /**
+   * Every forgery of {@link #FORGERIES} through {@code target}, each beside an honest flow; prints what the
+   * router forwarded and what the service refused, labelled {@code label}.
+   */
+  static void runAll(Target target, String label) throws Exception {
+    ExecutorService honestClients = Executors.newSingleThreadExecutor();
+    try {
+      Run run = new Run(target, label, honestClients);
       for (int i = 0; i < FORGERIES.size(); i++) {
         run.forgery(i);
       }
       assertThat(run.repeatsCached).as("the repeated prompts hit the prefill's cache").isPositive();
-      System.out.printf("%s (Envoy %s) refused inputs: %s; pairs re-sent after Envoy gave up: %d%n", router, release,
-          ServiceMetrics.refusedInputs(deployment.service), run.failOpens);
-      run.forwarded.forEach((name, reached) ->
-          System.out.printf("%s (Envoy %s) forwarded %s: %s%n", router, release, name, reached));
+      System.out.printf("%s refused inputs: %s; pairs re-sent after Envoy gave up: %d%n", label,
+          ServiceMetrics.refusedInputs(target.service()), run.failOpens);
+      run.forwarded.forEach((name, reached) -> System.out.printf("%s forwarded %s: %s%n", label, name, reached));
       assertThat(run.problems).as("what the service counted").isEmpty();
     } finally {
       honestClients.shutdownNow();
+    }
+  }
+
+  /**
+   * What a run needs of a deployment: the router's chat URL and the headers its clients must send (llm-d's
+   * EPP's {@code x-prefiller-host-port}), the service, the two workers and the decode Envoy's completion lines.
+   */
+  record Target(String chatUrl, Map<String, String> routing, ServiceProcess service, EngineWorker prefill,
+      EngineWorker decode, Supplier<List<AccessLogLine>> generations) {
+    static Target of(RouterDeployment d) {
+      return new Target(d.url("/v1/chat/completions"), Map.of(), d.service, d.prefill, d.decode,
+          new GenerationLedger(d)::completions);
+    }
+
+    /** What curl printed for {@code body} with the router's headers and {@code headers}. */
+    String curl(String body, boolean stream, Map<String, String> headers) {
+      Map<String, String> all = new LinkedHashMap<>(routing);
+      all.putAll(headers);
+      return RouterClients.curl(chatUrl, body, stream, all);
     }
   }
 
@@ -114,21 +144,19 @@ class ForgedInputsThroughRoutersTest {
     /** Pairs re-sent at most this often when Envoy gave up on one of their exchanges (a loaded machine). */
     static final int ATTEMPTS = 3;
 
-    final RouterDeployment deployment;
-    final Router router;
+    final Target target;
+    final String label;
     final ExecutorService honestClients;
     final TrueUsage truth = new TrueUsage(); // every prompt differs in its first words: independent of the others
-    final GenerationLedger ledger;
     final List<String> problems = new ArrayList<>();
     final Map<String, Map<String, List<String>>> forwarded = new LinkedHashMap<>();
     long repeatsCached;
     int failOpens;
 
-    Run(RouterDeployment deployment, Router router, ExecutorService honestClients) {
-      this.deployment = deployment;
-      this.router = router;
+    Run(Target target, String label, ExecutorService honestClients) {
+      this.target = target;
+      this.label = label;
       this.honestClients = honestClients;
-      this.ledger = new GenerationLedger(deployment);
     }
 
     /**
@@ -154,44 +182,43 @@ class ForgedInputsThroughRoutersTest {
     }
 
     private long gaveUp() {
-      return ServiceMetrics.exchanges(deployment.service, "generation").getOrDefault("envoy_gave_up", 0L);
+      return ServiceMetrics.exchanges(target.service(), "generation").getOrDefault("envoy_gave_up", 0L);
     }
 
     private void pairs(int i, int attempt, Forgery forgery) throws Exception {
       String forgedPrompt = "Forger " + i + " try " + attempt + " asks: " + PROMPT;
       String honestPrompt = "Honest " + i + " try " + attempt + " asks: " + PROMPT;
-      String honestId = "honest-" + router + "-" + i + "-" + attempt;
+      String honestId = "honest-" + label.replaceAll("[^A-Za-z0-9]+", "-") + i + "-" + attempt;
       for (boolean repeat : new boolean[] {false, true}) {
         boolean stream = repeat;
-        long refusedBefore = total(ServiceMetrics.refusedInputs(deployment.service));
-        int linesBefore = ledger.completions().size();
+        long refusedBefore = total(ServiceMetrics.refusedInputs(target.service()));
+        int linesBefore = target.generations().get().size();
         Usage wantForged = truth.next(forgedPrompt, 12, 1);
         Usage wantHonest = truth.next(honestPrompt, 12, 1);
         Future<Usage> honest = honestClients.submit(() -> RouterClients.read(RouterClients.usage(
-            RouterClients.curl(deployment, RouterClients.chat(Wire.MODEL, honestPrompt, 12, 1, stream), stream,
+            target.curl(RouterClients.chat(Wire.MODEL, honestPrompt, 12, 1, stream), stream,
                 Map.of("x-request-id", honestId)),
             stream)));
         String body = withMembers(RouterClients.chat(Wire.MODEL, forgedPrompt, 12, 1, stream), forgery.members());
-        Usage forged = RouterClients.read(RouterClients.usage(
-            RouterClients.curl(deployment, body, stream, headers(forgery, honestId)), stream));
+        Usage forged = RouterClients.read(RouterClients.usage(target.curl(body, stream, headers(forgery, honestId)), stream));
         Usage honestRead = honest.get();
         // Both generation exchanges logged before anything is judged: a failed attempt leaves none behind.
         Processes.await("the pair's two generation exchanges logged", Duration.ofSeconds(10),
-            () -> ledger.completions().size() >= linesBefore + 2);
+            () -> target.generations().get().size() >= linesBefore + 2);
         assertThat(forged).as("%s, repeat=%s: the forger reads its truth", forgery, repeat).isEqualTo(wantForged);
         assertThat(honestRead).as("%s, repeat=%s: the honest flow beside it", forgery, repeat).isEqualTo(wantHonest);
         repeatsCached += repeat ? wantForged.cached() : 0;
 
         // Each generation exchange corrected (the client's truth was the service's doing, except behind
         // vllm-router, which merges usage itself).
-        List<AccessLogLine> lines = ledger.completions();
+        List<AccessLogLine> lines = target.generations().get();
         List<String> outcomes =
             lines.subList(linesBefore, lines.size()).stream().map(l -> l.field("usage_outcome")).toList();
         assertThat(outcomes).as("%s, repeat=%s: generation outcomes", forgery, repeat)
             .allMatch(ServiceMetrics.CORRECTED::contains);
-        Map<String, List<String>> reached = reached(deployment, "Forger " + i + " try " + attempt + " asks");
+        Map<String, List<String>> reached = reached(target, "Forger " + i + " try " + attempt + " asks");
         forwarded.put(forgery.name(), reached);
-        long refused = total(ServiceMetrics.refusedInputs(deployment.service)) - refusedBefore;
+        long refused = total(ServiceMetrics.refusedInputs(target.service())) - refusedBefore;
         boolean refusable = reached.values().stream().flatMap(List::stream).anyMatch(REFUSABLE::contains);
         if (refusable != (refused > 0)) {
           problems.add(forgery + ", repeat=" + repeat + ": reached the workers " + reached + ", refused " + refused);
@@ -225,10 +252,10 @@ class ForgedInputsThroughRoutersTest {
    * Which forged headers and body members reached each worker in the requests whose body holds
    * {@code marker}: what the router forwards.
    */
-  static Map<String, List<String>> reached(RouterDeployment deployment, String marker) {
+  static Map<String, List<String>> reached(Target target, String marker) {
     Map<String, List<String>> seen = new TreeMap<>();
-    seen.put("prefill", reached(deployment.prefill.log().completions(), marker));
-    seen.put("decode", reached(deployment.decode.log().completions(), marker));
+    seen.put("prefill", reached(target.prefill().log().completions(), marker));
+    seen.put("decode", reached(target.decode().log().completions(), marker));
     return seen;
   }
 
@@ -237,7 +264,8 @@ class ForgedInputsThroughRoutersTest {
     List<String> names = new ArrayList<>();
     for (String header :
         List.of("x-disagg-phase", "x-disagg-request-id", "epp-profile", "x-trtllm-msgpack", "x-request-id")) {
-      requests.stream().flatMap(r -> r.headerValues(header).stream()).distinct()
+      requests.stream().flatMap(r -> r.headerValues(header).stream())
+          .map(v -> v.replaceAll(LlmdWire.UUID_V1, "<uuid>")).distinct() // pd-sidecar's, one per flow
           .forEach(v -> names.add("header " + header + (header.equals("x-request-id") ? "=" + v : "")));
     }
     Map<String, String> members = new LinkedHashMap<>();

@@ -53,6 +53,11 @@ final class LlmdDeployment implements AutoCloseable {
    * {@code serviceArgs} besides the pod-local classification.
    */
   static LlmdDeployment start(String name, String release, int prefillPods, String... serviceArgs) {
+    return start(RouterKind.LLMD_PD_SIDECAR, name, release, prefillPods, serviceArgs);
+  }
+
+  /** {@link #start(String, String, int, String...)} with pd-sidecar {@code sidecar}: v0.7.1's or llm-d-router v0.10's. */
+  static LlmdDeployment start(RouterKind sidecar, String name, String release, int prefillPods, String... serviceArgs) {
     LlmdDeployment d = new LlmdDeployment();
     try {
       d.service = d.started(ServiceProcess.started(name + "-service", PodLocalBootstrap.serviceArgs(serviceArgs)));
@@ -71,7 +76,7 @@ final class LlmdDeployment implements AutoCloseable {
       for (EnvoyProcess envoy : d.envoys()) {
         envoy.awaitExtProcHealthy(Duration.ofSeconds(30));
       }
-      d.sidecar = d.started(RouterProcess.start(name + "-pd-sidecar", RouterKind.LLMD_PD_SIDECAR, "", 0,
+      d.sidecar = d.started(RouterProcess.start(name + "-" + sidecar.label(), sidecar, "", 0,
           "http://localhost:" + decodePod.listenerPort()));
       return d;
     } catch (RuntimeException | AssertionError e) {

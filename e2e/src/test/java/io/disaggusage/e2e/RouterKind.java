@@ -80,14 +80,33 @@ enum RouterKind {
   LLMD_PD_SIDECAR("pd-sidecar", "/health", Tools::pdSidecar) {
     @Override
     List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
-      java.net.URI decoder = java.net.URI.create(decodeUrl);
-      if (!"localhost".equals(decoder.getHost()) && !"127.0.0.1".equals(decoder.getHost())) {
-        throw new IllegalArgumentException("pd-sidecar sends the decode leg to localhost only, not " + decodeUrl);
-      }
-      return List.of(binary().toString(), "--port=" + port, "--vllm-port=" + decoder.getPort(),
+      return List.of(binary().toString(), "--port=" + port, "--vllm-port=" + localhostPort(decodeUrl),
+          "--kv-connector=nixlv2", "--secure-proxy=false");
+    }
+  },
+  /**
+   * llm-d-router v0.10.0's pd-sidecar, the same proxy moved to llm-d-router: the same flags
+   * ({@code --vllm-port} deprecated for {@code --model-server-port}), {@code nixlv2} still the default; it
+   * also replaces {@code cached_tokens} in the decode's answer with the prefill response's
+   * ({@code cached_tokens_usage_rewriter.go}), so the client reads the prefill's cached count as behind
+   * vllm-router. Its decoder is {@code localhost} only, as v0.7.1's.
+   */
+  LLMD_ROUTER_PD_SIDECAR("llmd-pd-sidecar", "/health", Tools::llmdPdSidecar) {
+    @Override
+    List<String> command(int port, int metricsPort, String prefillUrl, int bootstrapPort, String decodeUrl) {
+      return List.of(binary().toString(), "--port=" + port, "--model-server-port=" + localhostPort(decodeUrl),
           "--kv-connector=nixlv2", "--secure-proxy=false");
     }
   };
+
+  /** The port of a pd-sidecar's decoder, which must be on localhost: pd-sidecar sends the decode leg there only. */
+  private static int localhostPort(String decodeUrl) {
+    java.net.URI decoder = java.net.URI.create(decodeUrl);
+    if (!"localhost".equals(decoder.getHost()) && !"127.0.0.1".equals(decoder.getHost())) {
+      throw new IllegalArgumentException("pd-sidecar sends the decode leg to localhost only, not " + decodeUrl);
+    }
+    return decoder.getPort();
+  }
 
   /** The {@code kv_engine_id} the SMG tests register their Mooncake prefill worker with. */
   static final String SMG_MOONCAKE_PREFILL_ENGINE = "smg-e2e-prefill-engine";

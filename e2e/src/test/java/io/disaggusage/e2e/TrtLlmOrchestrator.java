@@ -38,6 +38,10 @@ import java.util.function.LongSupplier;
  * The client gets the generation response: SSE chunks relayed as they arrive (FastAPI's
  * {@code StreamingResponse}, {@code text/event-stream; charset=utf-8}); JSON bytes as Envoy delivered
  * them, where the real server re-serialises the parsed pydantic model (same usage, more null fields).
+ * A client's body is first validated as the real server's pydantic {@code ChatCompletionRequest}
+ * ({@code extra="forbid"}): an unknown member or a {@code disaggregated_params} without {@code request_type}
+ * is answered 400 and no worker is called ({@link TrtLlmRequests#validationError}); the client's
+ * {@code disaggregated_params} is replaced on both worker requests and none of its headers is forwarded.
  * Not followed: {@code /v1/completions} and {@code /v1/responses} (the shared workers answer chat only),
  * conditional disaggregation, a context response that already finished the request, retries, perf-metrics
  * headers and events, and the disaggregation auth headers.
@@ -82,7 +86,14 @@ final class TrtLlmOrchestrator implements AutoCloseable {
         reply(exchange, 404, "application/json", "{\"detail\":\"Not Found\"}");
         return;
       }
+      // The orchestrator's app has no MessagePack route (only the workers' _MsgspecRoute reads
+      // X-TRTLLM-Msgpack): a client's body is JSON whatever its headers say.
       ObjectNode client = (ObjectNode) JSON.readTree(exchange.getRequestBody());
+      Optional<String> invalid = TrtLlmRequests.validationError(client);
+      if (invalid.isPresent()) {
+        reply(exchange, 400, "application/json", JSON.createObjectNode().put("error", invalid.get()).toString());
+        return;
+      }
       long id = ids.getAsLong();
       if (release.style() == ScheduleStyle.CONTEXT_FIRST) {
         contextFirst(exchange, client, id);
@@ -162,7 +173,11 @@ final class TrtLlmOrchestrator implements AutoCloseable {
     }
   }
 
-  /** A worker POST as {@code OpenAIHttpClient} sends it: aiohttp's default headers, no request id. */
+  /**
+   * A worker POST as {@code OpenAIHttpClient._post_with_retry} sends it: aiohttp's default headers, the
+   * transport's, no request id and none of the client's headers (the real one adds only headers it builds
+   * itself: perf metrics, sub-agent affinity, internal auth).
+   */
   private HttpRequest post(String url, ObjectNode body) {
     HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30));
     request.header("accept", "*/*").header("accept-encoding", "gzip, deflate");
