@@ -100,10 +100,32 @@ class ForgedInputsThroughRoutersTest {
   }
 
   /**
+   * The same through the edge guard on the client-facing route ({@link EdgeGuardFront}: the shipped edge
+   * bootstrap and jar in front of the router): no forged header or member reaches a worker, so the usage
+   * service has nothing to refuse, and both clients of every pair read their truth.
+   */
+  @ParameterizedTest(name = "behind the edge guard, Envoy {0}: {1}")
+  @MethodSource("routers")
+  void behindTheEdgeGuardNoForgedInputReachesAWorker(String release, Router router) throws Exception {
+    try (RouterDeployment deployment = router.start(release);
+        EdgeGuardFront front = EdgeGuardFront.start("forged-guard-" + router, release, deployment.router.port())) {
+      Target target = Target.of(deployment).through(front.url("/v1/chat/completions"));
+      Run run = runAll(target, router + " behind the edge guard (Envoy " + release + ")");
+      run.forwarded.forEach((forgery, reached) -> assertThat(reached.values().stream().flatMap(List::stream))
+          .as("what reached the workers of %s", forgery)
+          .allMatch(entry -> entry.startsWith("header x-request-id") || entry.equals("body vllm_xargs")));
+      assertThat(ServiceMetrics.refusedInputs(deployment.service)).as("nothing left to refuse").isEmpty();
+      assertThat(Http.body(front.guard.adminUrl("/metrics")))
+          .as("the guard counted what it took out")
+          .containsPattern("(?m)^disagg_usage_edge_requests_total\\{outcome=\"stripped\"\\} [1-9]");
+    }
+  }
+
+  /**
    * Every forgery of {@link #FORGERIES} through {@code target}, each beside an honest flow; prints what the
    * router forwarded and what the service refused, labelled {@code label}.
    */
-  static void runAll(Target target, String label) throws Exception {
+  static Run runAll(Target target, String label) throws Exception {
     ExecutorService honestClients = Executors.newSingleThreadExecutor();
     try {
       Run run = new Run(target, label, honestClients);
@@ -115,6 +137,7 @@ class ForgedInputsThroughRoutersTest {
           ServiceMetrics.refusedInputs(target.service()), run.failOpens);
       run.forwarded.forEach((name, reached) -> System.out.printf("%s forwarded %s: %s%n", label, name, reached));
       assertThat(run.problems).as("what the service counted").isEmpty();
+      return run;
     } finally {
       honestClients.shutdownNow();
     }
@@ -129,6 +152,11 @@ class ForgedInputsThroughRoutersTest {
     static Target of(RouterDeployment d) {
       return new Target(d.url("/v1/chat/completions"), Map.of(), d.service, d.prefill, d.decode,
           new GenerationLedger(d)::completions);
+    }
+
+    /** The same deployment, its clients calling {@code url} (a front such as the edge guard's) instead. */
+    Target through(String url) {
+      return new Target(url, routing, service, prefill, decode, generations);
     }
 
     /** What curl printed for {@code body} with the router's headers and {@code headers}. */

@@ -61,4 +61,9 @@ final class RouterProcess extends ChildProcess {
   String url(String path) {
     return "http://127.0.0.1:" + port + path;
   }
+
+  /** The router's port on loopback. */
+  int port() {
+    return port;
+  }
 }
