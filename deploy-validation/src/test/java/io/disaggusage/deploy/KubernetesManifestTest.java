@@ -46,8 +46,8 @@ class KubernetesManifestTest {
         .toList();
     assertThat(kustomize).isNotEmpty();
     assertThat(kustomize).allSatisfy(s -> assertThat(s.origin()).endsWith("/kustomization.yaml"));
-    // Every kustomization directory is recognised: base, two components, every overlay.
-    assertThat(kustomize).hasSize(3 + KubernetesManifests.overlays().size());
+    // Every kustomization directory is recognised: base, three components, every overlay.
+    assertThat(kustomize).hasSize(4 + KubernetesManifests.overlays().size());
   }
 
   @Test

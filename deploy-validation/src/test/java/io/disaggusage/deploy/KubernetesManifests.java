@@ -132,6 +132,16 @@ final class KubernetesManifests {
     return false;
   }
 
+  /** Whether the overlay runs the edge guard (it includes components/edge-guard). */
+  static boolean edgeGuard(Path overlay) {
+    for (JsonNode component : YamlDocuments.single(overlay.resolve("kustomization.yaml")).path("components")) {
+      if (component.asText().equals("../../components/edge-guard")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Every document under deploy/kubernetes that has apiVersion and kind (kustomize files included). */
   static List<Source> rawDocuments() {
     List<Source> out = new ArrayList<>();

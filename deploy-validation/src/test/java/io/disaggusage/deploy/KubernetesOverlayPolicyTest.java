@@ -168,7 +168,11 @@ class KubernetesOverlayPolicyTest {
 
     String store = config.path("store").path("type").asText("memory");
     boolean central = overlay.central();
-    if (central) {
+    if (config.path("edge_guard").path("enabled").asBoolean()) {
+      // The edge guard keeps no state (store.* is ignored): replicated like the central service, no Redis.
+      assertThat(store).as("the edge guard connects no store").isEqualTo("memory");
+      assertThat(w.replicas()).isGreaterThanOrEqualTo(2);
+    } else if (central) {
       assertThat(store).as("central replicas share the store").isEqualTo("redis");
       assertThat(w.replicas()).isGreaterThanOrEqualTo(2);
     } else {

@@ -34,6 +34,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Set;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -263,7 +264,7 @@ class KubernetesPolicyTest {
         continue;
       }
       for (JsonNode generator : YamlDocuments.single(file).path("configMapGenerator")) {
-        if (generator.path("name").asText().equals("disagg-usage-extproc-config")) {
+        if (Set.of("disagg-usage-extproc-config", "disagg-usage-edge-guard-config").contains(generator.path("name").asText())) {
           generator.path("files").forEach(f -> out.add(file.getParent().resolve(f.asText()).normalize()));
         }
       }
@@ -277,7 +278,8 @@ class KubernetesPolicyTest {
         "deploy/kubernetes/base/config.yaml",
         "deploy/kubernetes/overlays/central/config.yaml",
         "deploy/kubernetes/overlays/central-external-redis/config.yaml",
-        "deploy/kubernetes/overlays/pod-local/config.yaml");
+        "deploy/kubernetes/overlays/pod-local/config.yaml",
+        "deploy/kubernetes/components/edge-guard/config.yaml");
   }
 
   @ParameterizedTest(name = "{0}")

@@ -34,7 +34,12 @@ class KubernetesRenderTest {
       // Services, the llm-d decode Deployment, one NetworkPolicy per worker kind
       "pod-local", Map.of(
           "ServiceAccount", 1, "ConfigMap", 3, "Service", 5, "Deployment", 3, "StatefulSet", 2,
-          "PodDisruptionBudget", 1, "NetworkPolicy", 5));
+          "PodDisruptionBudget", 1, "NetworkPolicy", 5),
+      // components/edge-guard alone: the guard's own ServiceAccount, config, Deployment, Service, PDB and
+      // NetworkPolicy; no Redis
+      "edge-guard", Map.of(
+          "ServiceAccount", 1, "ConfigMap", 1, "Service", 1, "Deployment", 1, "PodDisruptionBudget", 1,
+          "NetworkPolicy", 1));
 
   static Stream<Path> overlays() {
     return KubernetesManifests.overlays().stream();
@@ -118,7 +123,7 @@ class KubernetesRenderTest {
   @MethodSource("overlays")
   void centralOverlaysPutEverythingInOneNamespaceAndTheSidecarOverlayLeavesItToTheUser(Path overlay) {
     List<KubernetesManifests.Typed> objects = render(overlay);
-    if (KubernetesManifests.central(overlay)) {
+    if (KubernetesManifests.central(overlay) || KubernetesManifests.edgeGuard(overlay)) {
       assertThat(objects).allSatisfy(t ->
           assertThat(t.object().getMetadata().getNamespace()).as(t.describe()).isEqualTo(Manifests.NAMESPACE));
     } else {
@@ -154,6 +159,37 @@ class KubernetesRenderTest {
       assertThat(e.getValueFrom().getSecretKeyRef().getName()).isEqualTo("disagg-usage-redis");
       assertThat(e.getValueFrom().getSecretKeyRef().getKey()).isEqualTo("uri");
     });
+  }
+
+  /**
+   * The edge guard runs the shipped image as the edge role (its config turns it on; nothing in the
+   * container's arguments or environment turns it off), stores nothing, and shares no name or selector
+   * with the usage service, so its component can join any overlay.
+   */
+  @Test
+  void edgeGuardOverlayRunsTheEdgeRoleWithoutAStoreAndSharesNoNameWithTheUsageService() {
+    Path overlay = ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/edge-guard");
+    RenderedOverlay rendered = RenderedOverlay.of(overlay);
+    Workload w = rendered.extProcWorkload();
+    Container c = w.extProc().orElseThrow();
+    JsonNode config = KubernetesPolicies.mountedConfig(w, c, rendered.configMaps());
+    assertThat(config.path("edge_guard").path("enabled").asBoolean()).as("edge_guard.enabled").isTrue();
+    assertThat(config.has("store")).as("no store settings: the edge role ignores them").isFalse();
+    assertThat(c.getArgs()).noneSatisfy(a -> assertThat(a).contains("edge_guard"));
+    assertThat(c.getEnv()).noneSatisfy(e -> assertThat(e.getName()).startsWith("DISAGG_USAGE_EDGE_GUARD"));
+    assertThat(rendered.objects()).noneSatisfy(t -> assertThat(t.object().getMetadata().getName()).contains("redis"));
+    assertThat(w.podLabels()).containsEntry("app.kubernetes.io/component", "edge-guard");
+    // Nothing the central overlays render has a name the guard's objects take.
+    for (Path other : List.of(ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/central"),
+        ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/central-external-redis"))) {
+      var names = render(other).stream().map(t -> t.object().getKind() + "/" + t.object().getMetadata().getName()).toList();
+      assertThat(rendered.objects()).noneSatisfy(t ->
+          assertThat(names).contains(t.object().getKind() + "/" + t.object().getMetadata().getName()));
+      RenderedOverlay usage = RenderedOverlay.of(other);
+      usage.present(io.fabric8.kubernetes.api.model.Service.class).values().forEach(s ->
+          assertThat(KubernetesPolicies.matches(s.getSpec().getSelector(), w.podLabels()))
+              .as("usage Service " + s.getMetadata().getName() + " selects no guard pod").isFalse());
+    }
   }
 
   @ParameterizedTest(name = "{0}")
