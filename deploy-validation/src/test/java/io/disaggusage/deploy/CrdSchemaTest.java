@@ -151,7 +151,7 @@ class CrdSchemaTest {
             o -> o.put("apiVersion", "networking.istio.io/v1alpha2"), "not served"),
         broken("a misspelled field", "EnvoyExtensionPolicy", failOpenTypo, "failopen"),
         broken("a bad body mode", "EnvoyExtensionPolicy",
-            o -> ((ObjectNode) o.at("/spec/extProc/0/processingMode/response")).put("body", "Stream"), "Stream", "enum"),
+            o -> ((ObjectNode) o.at("/spec/extProc/0/processingMode/request")).put("body", "Stream"), "Stream", "enum"),
         broken("a bad duration", "EnvoyExtensionPolicy",
             o -> ((ObjectNode) o.at("/spec/extProc/0")).put("messageTimeout", "0.2s"), "messageTimeout"));
   }

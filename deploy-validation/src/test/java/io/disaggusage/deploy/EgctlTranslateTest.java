@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.disaggusage.extproc.testkit.RealEnvoy;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -87,12 +88,30 @@ class EgctlTranslateTest {
         }
       }
     }
+    boolean callsTheEdgeGuard = false;
+    for (String f : policyFiles) {
+      callsTheEdgeGuard |= Files.readString(ProjectFiles.resolve(f)).contains("name: " + Manifests.EDGE_GUARD_SERVICE + "\n");
+    }
+    if (callsTheEdgeGuard) {
+      yaml.append("\n---\n").append(Files.readString(ProjectFiles.resolve(CLIENT_ROUTE)));
+      Path guard = ProjectFiles.resolve(KubernetesManifests.OVERLAYS + "/edge-guard");
+      for (KubernetesManifests.Source s : KubernetesManifests.renderedSources(guard)) {
+        if (s.typeKey().equals("v1/Service") && s.node().at("/metadata/name").asText().equals(Manifests.EDGE_GUARD_SERVICE)) {
+          ObjectNode service = s.node().deepCopy();
+          ((ObjectNode) service.path("spec")).put("clusterIP", "10.0.0.21");
+          yaml.append("\n---\n").append(YamlDocuments.YAML.writeValueAsString(service));
+        }
+      }
+    }
     Path file = dir.resolve("input.yaml");
     Files.writeString(file, yaml);
     return file;
   }
 
   static final String CLUSTER = "deploy-validation/src/test/resources/envoy-gateway/cluster.yaml";
+  /** The client-facing HTTPRoute llm-api (on the workers' Gateway, another host) and the orchestrator's Service. */
+  static final String CLIENT_ROUTE = "deploy-validation/src/test/resources/envoy-gateway/client-route.yaml";
+  static final String EDGE_GUARD_POLICY = EnvoyGatewayPolicyTest.DIR + "/edge-guard-policy.yaml";
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("policyFiles")
@@ -146,8 +165,9 @@ class EgctlTranslateTest {
     return filters;
   }
 
+  /** The usage service's EnvoyExtensionPolicies (the worker route's), not the edge guard's. */
   static Stream<String> extensionPolicyFiles() {
-    return policyFiles().filter(f -> {
+    return policyFiles().filter(f -> !f.equals(EDGE_GUARD_POLICY)).filter(f -> {
       try {
         return Files.readString(ProjectFiles.resolve(f)).contains("kind: EnvoyExtensionPolicy\n");
       } catch (IOException e) {
@@ -170,6 +190,112 @@ class EgctlTranslateTest {
     assertThat(filters.get(0).path("maxMessageTimeout").asText()).isEqualTo("3s");
     assertThat(filters.get(0).path("requestAttributes").toString()).isEqualTo("[\"xds.cluster_name\"]");
     assertThat(filters.get(0).path("messageTimeout").asText()).isEqualTo("0.200s");
+  }
+
+  /** The named ext_proc filters of the translated listeners, by name. */
+  static java.util.Map<String, JsonNode> extProcFiltersByName(JsonNode xds) {
+    java.util.Map<String, JsonNode> filters = new java.util.TreeMap<>();
+    for (JsonNode list : xds.findValues("httpFilters")) {
+      list.forEach(f -> {
+        if (f.path("name").asText().startsWith("envoy.filters.http.ext_proc")) {
+          filters.put(f.path("name").asText(), f.path("typedConfig"));
+        }
+      });
+    }
+    return filters;
+  }
+
+  /** A translated ExternalProcessor (JSON with its {@code @type}) as Envoy's own message. */
+  static ExternalProcessor externalProcessor(JsonNode typedConfig) throws IOException {
+    ObjectNode copy = typedConfig.deepCopy();
+    copy.remove("@type");
+    ExternalProcessor.Builder b = ExternalProcessor.newBuilder();
+    com.google.protobuf.util.JsonFormat.parser().merge(YamlDocuments.JSON.writeValueAsString(copy), b);
+    return b.build();
+  }
+
+  /**
+   * The edge guard's policy beside the usage service's, in Envoy Gateway's own translation: the guard's
+   * filter has the processing settings of deploy/envoy/edge-guard/envoy.yaml (request headers only until
+   * the guard turns a body on, responses never sent, allow_mode_override, fail-open, 1 s per message),
+   * writes no metadata, is enabled on the client route's routes only (the usage filter on the worker
+   * route's only), and calls the guard's Service over HTTP/2 with the gRPC health check.
+   */
+  @Test
+  void theEdgeGuardPolicyPutsTheEdgeBootstrapsFilterOnTheClientRouteOnly() throws Exception {
+    JsonNode xds = translate(List.of(EDGE_GUARD_POLICY, CENTRAL_POLICY));
+    java.util.Map<String, JsonNode> filters = extProcFiltersByName(xds);
+    String guardName = "envoy.filters.http.ext_proc/envoyextensionpolicy/llm/disagg-usage-edge-guard/extproc/0";
+    String usageName = "envoy.filters.http.ext_proc/envoyextensionpolicy/llm/disagg-usage-extproc/extproc/0";
+    assertThat(filters).containsOnlyKeys(guardName, usageName);
+
+    ExternalProcessor guard = externalProcessor(filters.get(guardName));
+    ExternalProcessor shipped = EdgeGuardBootstrapTest.edgeFilter(EdgeGuardBootstrapTest.bootstrap());
+    assertThat(guard.getProcessingMode()).as("processing mode = deploy/envoy/edge-guard/envoy.yaml's")
+        .isEqualTo(shipped.getProcessingMode());
+    assertThat(guard.getAllowModeOverride()).isEqualTo(shipped.getAllowModeOverride()).isTrue();
+    assertThat(guard.getFailureModeAllow()).isEqualTo(shipped.getFailureModeAllow()).isTrue();
+    assertThat(guard.getMessageTimeout()).isEqualTo(shipped.getMessageTimeout());
+    assertThat(guard.hasMetadataOptions()).as("the guard writes no metadata").isFalse();
+    assertThat(guard.getRequestAttributesList()).isEmpty();
+
+    // Enabled per route: the guard on the client route, the usage service on the worker route, never crossed.
+    int clientRoutes = 0;
+    int workerRoutes = 0;
+    for (JsonNode route : xds.findParents("typedPerFilterConfig")) {
+      String name = route.path("name").asText();
+      java.util.Set<String> enabled = new java.util.TreeSet<>();
+      route.path("typedPerFilterConfig").fieldNames().forEachRemaining(enabled::add);
+      if (name.startsWith("httproute/llm/" + Manifests.CLIENT_ROUTE + "/")) {
+        clientRoutes++;
+        assertThat(enabled).as(name).contains(guardName).doesNotContain(usageName);
+      } else if (name.startsWith("httproute/llm/disagg-workers/")) {
+        workerRoutes++;
+        assertThat(enabled).as(name).contains(usageName).doesNotContain(guardName);
+      }
+    }
+    assertThat(clientRoutes).as("routes of " + Manifests.CLIENT_ROUTE).isPositive();
+    assertThat(workerRoutes).as("routes of disagg-workers").isPositive();
+    // One listener carries both routes: both filters are listed there disabled, each enabled per route.
+    for (JsonNode list : xds.findValues("httpFilters")) {
+      list.forEach(f -> {
+        if (f.path("name").asText().equals(guardName)) {
+          assertThat(f.path("disabled").asBoolean(false)).as("listed disabled, enabled per route").isTrue();
+        }
+      });
+    }
+
+    String cluster = guard.getGrpcService().getEnvoyGrpc().getClusterName();
+    JsonNode c = xds.findParents("connectTimeout").stream().filter(n -> n.path("name").asText().equals(cluster))
+        .findFirst().orElseThrow(() -> new AssertionError("no cluster " + cluster));
+    assertThat(c.toString()).as("HTTP/2 to the guard").contains("http2ProtocolOptions");
+    assertThat(c.at("/healthChecks/0/grpcHealthCheck/serviceName").asText())
+        .isEqualTo("envoy.service.ext_proc.v3.ExternalProcessor");
+    assertThat(c.at("/healthChecks/0/interval").asText()).isEqualTo("2s");
+    assertThat(c.at("/outlierDetection/consecutiveLocalOriginFailure").asInt()).isEqualTo(3);
+    assertThat(c.at("/circuitBreakers/thresholds/0/maxRequests").asInt()).isEqualTo(100000);
+    assertThat(xds.toString()).as("the guard's endpoint is its Service's port")
+        .contains("\"portValue\":" + Manifests.edgeGuardGrpcPort());
+  }
+
+  /**
+   * The EnvoyPatchPolicy selects the usage service's filter by its writable metadata namespace: beside the
+   * edge guard's policy it still lands on the usage filter and leaves the guard's alone.
+   */
+  @Test
+  void thePatchPolicyLeavesTheEdgeGuardsFilterAlone() throws Exception {
+    JsonNode xds = translate(List.of(EnvoyGatewayPolicyTest.DIR + "/envoy-patch-policy.yaml", EDGE_GUARD_POLICY, CENTRAL_POLICY));
+    java.util.Map<String, JsonNode> filters = extProcFiltersByName(xds);
+    assertThat(filters).hasSize(2);
+    filters.forEach((name, f) -> {
+      if (name.contains("/disagg-usage-edge-guard/")) {
+        assertThat(f.has("maxMessageTimeout")).as(name).isFalse();
+        assertThat(f.has("requestAttributes")).as(name).isFalse();
+        assertThat(f.path("messageTimeout").asText()).isEqualTo("1s");
+      } else {
+        assertThat(f.path("maxMessageTimeout").asText()).as(name).isEqualTo("3s");
+      }
+    });
   }
 
   /**

@@ -210,9 +210,90 @@ class EnvoyGatewayPolicyTest {
     }
   }
 
+  /** The edge guard's policy: the one calling the edge guard's Service. */
+  static boolean edgeGuard(Manifests.Doc policy) {
+    for (JsonNode ref : policy.node().path("spec").path("extProc").path(0).path("backendRefs")) {
+      if (ref.path("name").asText().equals(Manifests.EDGE_GUARD_SERVICE)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The usage service's policies (every EnvoyExtensionPolicy but the edge guard's). */
+  static List<Manifests.Doc> usagePolicies() {
+    return ofKind("EnvoyExtensionPolicy").stream().filter(d -> !edgeGuard(d)).toList();
+  }
+
+  /**
+   * What deploy/envoy/edge-guard/envoy.yaml's filter does, in EnvoyExtensionPolicy terms: request headers
+   * sent (request present), responses never (response absent), no body mode (the guard turns on the
+   * streamed bodies it checks: allowModeOverride), fail open, 1 s per message, no metadata written.
+   */
+  static List<String> edgeGuardViolations(JsonNode policy) {
+    JsonNode extProcs = policy.path("spec").path("extProc");
+    JsonNode ep = extProcs.path(0);
+    JsonNode mode = ep.path("processingMode");
+    Map<String, Boolean> rules = new java.util.LinkedHashMap<>();
+    rules.put("exactly one extProc entry", extProcs.size() == 1);
+    rules.put("failOpen: true, as the edge bootstrap's failure_mode_allow", ep.path("failOpen").asBoolean(false));
+    rules.put("processingMode.allowModeOverride: true (the guard turns on streamed request bodies)",
+        mode.path("allowModeOverride").asBoolean(false));
+    rules.put("processingMode.request present (request headers sent)", mode.has("request"));
+    rules.put("processingMode.response absent (responses are never sent to the guard)", !mode.has("response"));
+    rules.put("no body mode (the guard turns bodies on per request)", bodies(ep).isEmpty());
+    rules.put("messageTimeout 1s, as the edge bootstrap's", millis(ep.path("messageTimeout").asText("200ms")) == 1000);
+    rules.put("no metadata (the guard writes none)", !ep.has("metadata"));
+    rules.put("no shadowMode, no statusOnError", !ep.path("shadowMode").asBoolean(false) && !ep.has("statusOnError"));
+    rules.put("exactly one backendRef", ep.path("backendRefs").size() == 1);
+    List<String> v = new ArrayList<>();
+    rules.forEach((rule, held) -> {
+      if (!held) {
+        v.add("broken: " + rule);
+      }
+    });
+    return v;
+  }
+
+  @Test
+  void theEdgeGuardPolicyFollowsTheEdgeBootstrapAndTargetsTheClientRouteOnly() {
+    List<Manifests.Doc> guards = ofKind("EnvoyExtensionPolicy").stream().filter(EnvoyGatewayPolicyTest::edgeGuard).toList();
+    assertThat(guards).hasSize(1);
+    Manifests.Doc d = guards.get(0);
+    assertThat(edgeGuardViolations(d.node())).as(d.toString()).isEmpty();
+    JsonNode ref = d.node().at("/spec/extProc/0/backendRefs/0");
+    assertThat(ref.path("kind").asText()).isEqualTo("Service");
+    assertThat(ref.path("port").asInt()).isEqualTo(Manifests.edgeGuardGrpcPort());
+    // An HTTPRoute, never a Gateway (which may carry the worker route too), never a route a usage policy targets.
+    assertThat(d.node().path("spec").path("targetRefs")).singleElement().satisfies(t -> {
+      assertThat(t.path("kind").asText()).isEqualTo("HTTPRoute");
+      assertThat(t.path("name").asText()).isEqualTo(Manifests.CLIENT_ROUTE);
+    });
+    assertThat(d.node().path("spec").has("targetSelectors")).isFalse();
+    for (Manifests.Doc usage : usagePolicies()) {
+      usage.node().path("spec").path("targetRefs").forEach(t ->
+          assertThat(t.path("name").asText()).as(usage + " targets the worker route, not the client's")
+              .isNotEqualTo(Manifests.CLIENT_ROUTE));
+    }
+  }
+
+  @Test
+  void edgeGuardCheckerRejectsResponsesBodiesAndAnotherTimeout() {
+    JsonNode good = ofKind("EnvoyExtensionPolicy").stream().filter(EnvoyGatewayPolicyTest::edgeGuard).findFirst()
+        .orElseThrow().node();
+    com.fasterxml.jackson.databind.node.ObjectNode bad = good.deepCopy();
+    com.fasterxml.jackson.databind.node.ObjectNode ep = (com.fasterxml.jackson.databind.node.ObjectNode) bad.at("/spec/extProc/0");
+    ((com.fasterxml.jackson.databind.node.ObjectNode) ep.path("processingMode")).putObject("response");
+    ((com.fasterxml.jackson.databind.node.ObjectNode) ep.path("processingMode").path("request")).put("body", "Streamed");
+    ep.put("messageTimeout", "200ms");
+    ep.putObject("metadata").putArray("writableNamespaces").add("disagg_usage");
+    assertThat(edgeGuardViolations(bad)).hasSize(4);
+    assertThat(baselineViolations(good)).as("the usage baseline does not fit the guard").isNotEmpty();
+  }
+
   @Test
   void policiesFollowTheBaselineAsFarAsEnvoyGatewayExpressesIt() {
-    for (Manifests.Doc d : ofKind("EnvoyExtensionPolicy")) {
+    for (Manifests.Doc d : usagePolicies()) {
       assertThat(baselineViolations(d.node())).as(d.toString()).isEmpty();
       for (JsonNode ref : d.node().path("spec").path("targetRefs")) {
         assertThat(ref.path("kind").asText()).as(d + ": the policy attaches to the worker route or its Gateway")
@@ -228,7 +309,9 @@ class EnvoyGatewayPolicyTest {
     for (Manifests.Doc d : ofKind("EnvoyExtensionPolicy")) {
       for (JsonNode ref : d.node().path("spec").path("extProc").path(0).path("backendRefs")) {
         String kind = ref.path("kind").asText("Service");
-        if (kind.equals("Service")) {
+        if (kind.equals("Service") && edgeGuard(d)) {
+          assertThat(ref.path("port").asInt()).as(d.toString()).isEqualTo(Manifests.edgeGuardGrpcPort());
+        } else if (kind.equals("Service")) {
           services++;
           assertThat(ref.path("name").asText()).as(d.toString()).isEqualTo(Manifests.CENTRAL_SERVICE);
           assertThat(ref.path("port").asInt()).as(d.toString()).isEqualTo(Manifests.centralGrpcPort());
@@ -423,13 +506,19 @@ class EnvoyGatewayPolicyTest {
     }
     assertThat(added.get("/typed_config/max_message_timeout").asText()).as("max_message_timeout").isEqualTo("3s");
     assertThat(added.get("/typed_config/request_attributes").toString()).isEqualTo("[\"xds.cluster_name\"]");
-    // The match is on what both shipped policies declare: the metadata namespace they may write.
+    // The match is on what both shipped usage policies declare: the metadata namespace they may write. The
+    // edge guard's policy declares none, so the patch never lands on the guard's filter.
     for (JsonNode p : spec.path("jsonPatches")) {
       assertThat(p.at("/operation/jsonPath").asText()).contains("'" + ExtProcBaseline.NAMESPACE + "'");
     }
-    for (Manifests.Doc policy : ofKind("EnvoyExtensionPolicy")) {
+    for (Manifests.Doc policy : usagePolicies()) {
       assertThat(policy.node().at("/spec/extProc/0/metadata/writableNamespaces/0").asText()).as(policy.toString())
           .isEqualTo(ExtProcBaseline.NAMESPACE);
+    }
+    for (Manifests.Doc policy : ofKind("EnvoyExtensionPolicy")) {
+      if (edgeGuard(policy)) {
+        assertThat(policy.node().at("/spec/extProc/0/metadata").isMissingNode()).as(policy.toString()).isTrue();
+      }
     }
   }
 
@@ -456,7 +545,7 @@ class EnvoyGatewayPolicyTest {
   // ---- the checkers catch what they claim to -------------------------------------------------
 
   static ObjectNode centralPolicy() {
-    return (ObjectNode) ofKind("EnvoyExtensionPolicy").stream()
+    return (ObjectNode) usagePolicies().stream()
         .filter(d -> d.node().at("/spec/extProc/0/backendRefs/0/kind").asText("Service").equals("Service"))
         .findFirst().orElseThrow().node().deepCopy();
   }

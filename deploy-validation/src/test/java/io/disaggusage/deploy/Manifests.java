@@ -18,6 +18,12 @@ final class Manifests {
   static final String NAMESPACE = "llm";
   /** The central Service (deploy/kubernetes/). */
   static final String CENTRAL_SERVICE = "disagg-usage-extproc";
+  /** The edge guard's Service (deploy/kubernetes/components/edge-guard), for the client-facing route. */
+  static final String EDGE_GUARD_SERVICE = "disagg-usage-edge-guard";
+  /** The client-facing HTTPRoute / route to the orchestrator, where the edge guard goes (never the workers'). */
+  static final String CLIENT_ROUTE = "llm-api";
+  /** The orchestrator's Service that the client-facing route sends to. */
+  static final String ORCHESTRATOR_SERVICE = "orchestrator";
   /** The worker Services the orchestrator calls. */
   static final List<String> WORKER_SERVICES = List.of("context-workers", "generation-workers");
   /**
@@ -108,6 +114,12 @@ final class Manifests {
   /** The central Service's port named {@code grpc}: from deploy/, else {@link #DEFAULT_GRPC_PORT}. */
   static int centralGrpcPort() {
     return service(CENTRAL_SERVICE).map(s -> port(s, "grpc")).filter(OptionalInt::isPresent)
+        .map(OptionalInt::getAsInt).orElse(DEFAULT_GRPC_PORT);
+  }
+
+  /** The edge guard's Service port named {@code grpc}: from deploy/, else {@link #DEFAULT_GRPC_PORT}. */
+  static int edgeGuardGrpcPort() {
+    return service(EDGE_GUARD_SERVICE).map(s -> port(s, "grpc")).filter(OptionalInt::isPresent)
         .map(OptionalInt::getAsInt).orElse(DEFAULT_GRPC_PORT);
   }
 
