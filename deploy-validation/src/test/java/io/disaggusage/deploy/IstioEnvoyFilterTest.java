@@ -37,6 +37,8 @@ class IstioEnvoyFilterTest {
   static final String ROUTER = "envoy.filters.http.router";
   static final String EXT_PROC_TYPE = ExternalProcessor.getDescriptor().getFullName();
   static final Pattern OUTBOUND = Pattern.compile("outbound\\|(\\d+)\\|([^|]*)\\|(.+)");
+  /** The name the usage service's filter has in every shipped EnvoyFilter. */
+  static final String USAGE_FILTER_NAME = "envoy.filters.http.ext_proc.disagg_usage";
   static final Set<String> KNOWN_CONTEXTS = Set.of("SIDECAR_OUTBOUND", "GATEWAY");
 
   static List<Manifests.Doc> istioObjects() {
@@ -272,6 +274,24 @@ class IstioEnvoyFilterTest {
     }
     ExternalProcessor extProc = reparse(config, ExternalProcessor.parser());
     EnvoyProtos.deprecatedFields(extProc).forEach(d -> p.add(where + ": deprecated field " + d));
+    String guardHost = Manifests.EDGE_GUARD_SERVICE + "." + namespace + ".svc.cluster.local";
+    boolean edgeGuard = extProc.getGrpcService().getEnvoyGrpc().getClusterName()
+        .equals("outbound|" + Manifests.edgeGuardGrpcPort() + "||" + guardHost);
+    if (edgeGuard) {
+      // The client-facing gateway only: on a sidecar's outbound calls it would strip the orchestrator's markers.
+      if (!context.equals("GATEWAY") || !spec.has("targetRefs")) {
+        p.add(where + ": the edge guard belongs on a client-facing gateway named by targetRefs");
+      }
+      EdgeGuardBaseline.violations(extProc).forEach(v -> p.add(where + ": " + v));
+      if (f.filter().getName().equals(USAGE_FILTER_NAME)) {
+        p.add(where + ": the edge guard's filter needs a name of its own, not " + USAGE_FILTER_NAME);
+      }
+      String authority = extProc.getGrpcService().getEnvoyGrpc().getAuthority();
+      if (!authority.equals(guardHost)) {
+        p.add(where + ": authority " + authority + " is not the guard Service's host " + guardHost);
+      }
+      return;
+    }
     ExtProcBaseline.violations(extProc).forEach(v -> p.add(where + ": " + v));
     if (!f.filter().getName().startsWith("envoy.filters.http.ext_proc")) {
       p.add(where + ": filter name should keep the envoy.filters.http.ext_proc prefix");
@@ -344,6 +364,65 @@ class IstioEnvoyFilterTest {
     String central = Manifests.istioOutboundCluster(Manifests.CENTRAL_SERVICE, Manifests.centralGrpcPort());
     assertThat(reached).contains(
         "SIDECAR_OUTBOUND disagg_usage_extproc", "SIDECAR_OUTBOUND " + central, "GATEWAY " + central);
+  }
+
+  /** The EnvoyFilters calling the edge guard's Service. */
+  static List<Manifests.Doc> edgeGuardFilters() {
+    String guard = Manifests.istioOutboundCluster(Manifests.EDGE_GUARD_SERVICE, Manifests.edgeGuardGrpcPort());
+    return envoyFilters().stream()
+        .filter(d -> d.node().findValuesAsText("cluster_name").contains(guard)).toList();
+  }
+
+  /**
+   * The edge guard ships for a client-facing gateway: its own Gateway, never one a usage filter patches
+   * (istio/gateway.yaml's, which carries the orchestrator's calls to the workers), never a sidecar.
+   */
+  @Test
+  void theEdgeGuardShipsForAClientGatewayThatNoUsageFilterPatches() {
+    List<Manifests.Doc> guards = edgeGuardFilters();
+    assertThat(guards).hasSize(1);
+    Manifests.Doc guard = guards.get(0);
+    assertThat(problems(guard.node())).as(guard.toString()).isEmpty();
+    assertThat(guard.node().at("/spec/targetRefs")).singleElement()
+        .satisfies(t -> assertThat(t.path("kind").asText()).isEqualTo("Gateway"));
+    Set<String> usageGateways = new HashSet<>();
+    for (Manifests.Doc d : envoyFilters()) {
+      if (!guards.contains(d)) {
+        d.node().at("/spec/targetRefs").forEach(t -> usageGateways.add(t.path("name").asText()));
+      }
+    }
+    assertThat(usageGateways).as("gateways the usage filters patch").isNotEmpty()
+        .doesNotContain(guard.node().at("/spec/targetRefs/0/name").asText());
+    assertThat(guard.node().findValuesAsText("context")).containsOnly("GATEWAY");
+  }
+
+  @Test
+  void checkerHoldsTheEdgeGuardToTheEdgeBootstrap() {
+    ObjectNode responses = copy("disagg-usage-edge-guard");
+    ((ObjectNode) extProcConfig(responses).path("processing_mode")).put("response_header_mode", "SEND");
+    Problems.assertEachNamed(problems(responses), "processing_mode must be the edge bootstrap's");
+
+    ObjectNode usageBaseline = copy("disagg-usage-edge-guard");
+    extProcConfig(usageBaseline).put("message_timeout", "0.2s");
+    extProcConfig(usageBaseline).putArray("request_attributes").add("xds.cluster_name");
+    Problems.assertEachNamed(problems(usageBaseline), "message_timeout must be the edge bootstrap's",
+        "reads no attributes");
+
+    ObjectNode sidecar = copy("disagg-usage-edge-guard");
+    ((ObjectNode) sidecar.path("spec")).remove("targetRefs");
+    ((ObjectNode) sidecar.path("spec")).putObject("workloadSelector").putObject("labels").put("app", "x");
+    ((ObjectNode) httpFilterPatch(sidecar).path("match")).put("context", "SIDECAR_OUTBOUND");
+    Problems.assertEachNamed(problems(sidecar), "belongs on a client-facing gateway");
+
+    ObjectNode sameName = copy("disagg-usage-edge-guard");
+    ((ObjectNode) httpFilterPatch(sameName).path("patch").path("value")).put("name", USAGE_FILTER_NAME);
+    Problems.assertEachNamed(problems(sameName), "a name of its own");
+
+    // The usage filter pointed at the guard is held to the guard's rules, not passed as a usage filter.
+    ObjectNode usageAtGuard = copy("disagg-usage-extproc-gateway");
+    envoyGrpc(usageAtGuard).put("cluster_name",
+        Manifests.istioOutboundCluster(Manifests.EDGE_GUARD_SERVICE, Manifests.edgeGuardGrpcPort()));
+    assertThat(problems(usageAtGuard)).isNotEmpty();
   }
 
   /** The gateway path needs the request-id fix for vLLM and llm-d: it ships, for the very Gateway gateway.yaml patches. */
