@@ -91,6 +91,14 @@ class ForgedInputsThroughRoutersTest {
     return Tools.perRelease(List.of(Router.values()));
   }
 
+  /**
+   * The newest pinned release only: the guard's own behaviour on every release is EdgeGuardEnvoyTest's; here
+   * what matters is what reaches the workers behind it, which the release does not change.
+   */
+  static Stream<Arguments> newestRelease() {
+    return Stream.of(Router.values()).map(router -> Arguments.of(Tools.envoyReleases().get(0), router));
+  }
+
   @ParameterizedTest(name = "Envoy {0}: {1}")
   @MethodSource("routers")
   void noForgedInputMovesTheForgersOrAnyOtherFlowsNumbers(String release, Router router) throws Exception {
@@ -105,7 +113,7 @@ class ForgedInputsThroughRoutersTest {
    * service has nothing to refuse, and both clients of every pair read their truth.
    */
   @ParameterizedTest(name = "behind the edge guard, Envoy {0}: {1}")
-  @MethodSource("routers")
+  @MethodSource("newestRelease")
   void behindTheEdgeGuardNoForgedInputReachesAWorker(String release, Router router) throws Exception {
     try (RouterDeployment deployment = router.start(release);
         EdgeGuardFront front = EdgeGuardFront.start("forged-guard-" + router, release, deployment.router.port())) {
