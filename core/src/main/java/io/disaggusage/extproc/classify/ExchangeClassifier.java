@@ -90,7 +90,7 @@ public final class ExchangeClassifier {
       refused.add(RefusedInput.CTX_USAGE);
     }
     if (phase == Phase.NONE) {
-      return refused.isEmpty() ? Classification.NONE : Classification.NONE.refusing(refused);
+      return Classification.NONE.refusing(refused);
     }
     List<CorrelationKey> keys = keys(head, facts, phase);
     Ordering ordering = ordering(head, facts, keys);
